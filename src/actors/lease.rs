@@ -1,0 +1,300 @@
+//! The lease actor: owns lease liveness. Its handle ([`Leases`]) grants leases for
+//! the queue, extends them on heartbeats, applies submissions and failures (fenced
+//! by lease number), and its actor task keeps the timers: lease expiry (→
+//! `lease_expired`) and retry backoff (→ queued again).
+//!
+//! Timers are soft: a timer that fires re-checks the stored lease inside a write
+//! transaction, so a heartbeat that moved the deadline only costs one re-arm, and
+//! a lease that ended is never expired twice.
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
+
+use super::queue::{JobSender, Queue, ReadyJob};
+use super::ActorGone;
+use crate::proto::JobPayload;
+use crate::store::jobs::{self, ExpireOutcome, FailOutcome, Granted, Policy, SubmitOutcome, Submission};
+use crate::store::records::FailureRecord;
+use crate::store::{Store, StoreError};
+use crate::time::now_us;
+
+enum Msg {
+    Track { id: u64, attempt: u64, deadline: i64 },
+    Untrack { id: u64 },
+    Schedule { id: u64, due: i64 },
+    Count(oneshot::Sender<(usize, usize)>),
+}
+
+/// Handle to the lease actor. Cheap to clone.
+#[derive(Clone)]
+pub struct Leases {
+    tx: mpsc::Sender<Msg>,
+    store: Store,
+    policy: Arc<Policy>,
+    queue: Queue,
+}
+
+pub(super) struct LeaseInbox(mpsc::Receiver<Msg>);
+
+impl Leases {
+    pub(super) fn new(store: Store, policy: Arc<Policy>, queue: Queue) -> (Self, LeaseInbox) {
+        let (tx, rx) = mpsc::channel(8192);
+        (Self { tx, store, policy, queue }, LeaseInbox(rx))
+    }
+
+    pub(super) fn start(&self, inbox: LeaseInbox) {
+        let actor = LeaseActor { rx: inbox.0, me: self.clone(), expiries: BTreeSet::new(), tracked: HashMap::new(), retries: BTreeSet::new() };
+        tokio::spawn(actor.run());
+    }
+
+    async fn send(&self, msg: Msg) -> Result<(), ActorGone> {
+        self.tx.send(msg).await.map_err(|_| ActorGone("lease"))
+    }
+
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    pub async fn track(&self, id: u64, attempt: u64, deadline: i64) -> Result<(), ActorGone> {
+        self.send(Msg::Track { id, attempt, deadline }).await
+    }
+
+    pub async fn schedule(&self, id: u64, due: i64) -> Result<(), ActorGone> {
+        self.send(Msg::Schedule { id, due }).await
+    }
+
+    /// (tracked leases, scheduled retries), for status and tests.
+    pub async fn counts(&self) -> Result<(usize, usize), ActorGone> {
+        let (reply, rx) = oneshot::channel();
+        self.send(Msg::Count(reply)).await?;
+        rx.await.map_err(|_| ActorGone("lease"))
+    }
+
+    /// A lease ended (finished, failed, expired, cancelled, released): the worker gets
+    /// its credit back and the expiry timer is dropped.
+    pub async fn ended(&self, id: u64, worker: String) {
+        let _ = self.queue.done(id, worker).await;
+        let _ = self.send(Msg::Untrack { id }).await;
+    }
+
+    /// Leases `job` to `worker` and sends it down the worker's stream (called by the
+    /// queue actor, on a task of its own).
+    pub(super) async fn grant(&self, job: ReadyJob, worker: String, tx: JobSender) {
+        let (id, w, policy) = (job.id, worker.clone(), self.policy.clone());
+        match self.store.write(move |t| jobs::lease(t, id, &w, &policy, now_us())).await {
+            Ok(Some(granted)) => {
+                let attempt = granted.lease.attempt;
+                let _ = self.track(id, attempt, granted.lease.deadline).await;
+                let payload = payload(&self.store, &granted);
+                if tx.send(Ok(payload)).await.is_err() {
+                    // The stream went away before the job reached it: give it back unharmed.
+                    tracing::debug!(job = id, worker = %worker, "stream closed before delivery; releasing");
+                    self.release(id, Some(attempt)).await;
+                }
+            }
+            Ok(None) => self.ended(id, worker).await,
+            Err(e) => {
+                tracing::error!(job = id, error = %e, "cannot lease job; it stays queued");
+                // Back off briefly so a failing disk does not turn into a hot loop.
+                tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+                let _ = self.queue.ready(vec![job]).await;
+                self.ended(id, worker).await;
+            }
+        }
+    }
+
+    /// Extends the leases `worker` holds among `items`.
+    pub async fn heartbeat(&self, worker: String, items: Vec<(u64, Option<u64>)>) -> Result<(Vec<u64>, i64), StoreError> {
+        let policy = self.policy.clone();
+        self.store.write(move |t| jobs::heartbeat(t, &worker, &items, &policy, now_us())).await
+    }
+
+    pub async fn submit(&self, sub: Submission) -> Result<SubmitOutcome, StoreError> {
+        let (id, worker, policy) = (sub.job_id, sub.worker_id.clone(), self.policy.clone());
+        let outcome = self.store.write(move |t| jobs::submit(t, sub, &policy, now_us())).await?;
+        match &outcome {
+            SubmitOutcome::Accepted { finished: true, .. } => self.ended(id, worker).await,
+            SubmitOutcome::Protocol { failed, .. } => self.after_fail(id, failed).await,
+            _ => {}
+        }
+        Ok(outcome)
+    }
+
+    /// Fails lease `attempt` of job `id`; `worker` fences on the holder when given.
+    pub async fn fail(&self, id: u64, worker: Option<String>, attempt: u64, failure: FailureRecord) -> Result<FailOutcome, StoreError> {
+        let policy = self.policy.clone();
+        let outcome = self.store.write(move |t| jobs::fail(t, id, worker.as_deref(), attempt, failure, &policy, now_us())).await?;
+        self.after_fail(id, &outcome).await;
+        Ok(outcome)
+    }
+
+    /// Gives lease `attempt` (or whatever lease is current) back without charging an attempt.
+    pub async fn release(&self, id: u64, attempt: Option<u64>) {
+        let worker = {
+            let txn = self.store.read();
+            txn.ok().and_then(|t| jobs::get(&t, id).ok().flatten()).and_then(|v| v.lease.map(|l| l.worker_id))
+        };
+        match self.store.write(move |t| jobs::release(t, id, attempt, now_us())).await {
+            Ok(Some(rec)) => {
+                let _ = self.queue.ready(vec![ReadyJob { format: rec.format, tenant: rec.tenant, id }]).await;
+            }
+            Ok(None) => {}
+            Err(e) => tracing::error!(job = id, error = %e, "cannot release lease"),
+        }
+        if let Some(w) = worker {
+            self.ended(id, w).await;
+        }
+    }
+
+    async fn after_fail(&self, id: u64, outcome: &FailOutcome) {
+        match outcome {
+            FailOutcome::Retrying { due, worker } => {
+                self.ended(id, worker.clone()).await;
+                let _ = self.schedule(id, *due).await;
+            }
+            FailOutcome::Dead { worker } => self.ended(id, worker.clone()).await,
+            FailOutcome::NotCurrent(_) => {}
+        }
+    }
+
+    async fn expire(&self, id: u64, attempt: u64) {
+        let policy = self.policy.clone();
+        match self.store.write(move |t| jobs::expire(t, id, attempt, &policy, now_us())).await {
+            Ok(ExpireOutcome::Extended(deadline)) => {
+                let _ = self.track(id, attempt, deadline).await;
+            }
+            Ok(ExpireOutcome::Failed(outcome)) => {
+                tracing::warn!(job = id, attempt, "lease expired");
+                self.after_fail(id, &outcome).await;
+            }
+            Ok(ExpireOutcome::NotCurrent) => {}
+            Err(e) => {
+                tracing::error!(job = id, error = %e, "cannot expire lease; will try again");
+                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                let _ = self.track(id, attempt, now_us()).await;
+            }
+        }
+    }
+
+    async fn due(&self, id: u64) {
+        match self.store.write(move |t| jobs::due(t, id, now_us())).await {
+            Ok(Some(rec)) => {
+                let _ = self.queue.ready(vec![ReadyJob { format: rec.format, tenant: rec.tenant, id }]).await;
+            }
+            Ok(None) => {}
+            Err(e) => {
+                tracing::error!(job = id, error = %e, "cannot requeue job; will try again");
+                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                let _ = self.schedule(id, now_us()).await;
+            }
+        }
+    }
+}
+
+/// The JobPayload a worker receives: the seed's fields plus the lease number.
+fn payload(store: &Store, g: &Granted) -> JobPayload {
+    let job = &g.job;
+    let options: serde_json::Value = serde_json::from_str(&job.options_json).unwrap_or_else(|_| serde_json::json!({}));
+    let mut body = serde_json::json!({ "format": job.format, "name": job.name, "options": options });
+    if !job.url.is_empty() {
+        body["url"] = job.url.clone().into();
+    } else {
+        let path = store.blob_path(&job.blob).map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
+        body["content"] = serde_json::json!({ "blake3": job.blob, "size": job.size, "path": path });
+    }
+    JobPayload {
+        job_id: job.id.to_string(),
+        tenant_id: job.tenant.clone(),
+        organization_id: job.organization.clone(),
+        kind: job.format.clone(),
+        payload_json: body.to_string(),
+        lease_deadline: g.lease.deadline,
+        attempts: job.attempts,
+        attempt: g.lease.attempt,
+    }
+}
+
+struct LeaseActor {
+    rx: mpsc::Receiver<Msg>,
+    me: Leases,
+    /// (deadline µs, job id, lease number), earliest first.
+    expiries: BTreeSet<(i64, u64, u64)>,
+    /// job id → its entry in `expiries`, so an ended lease can be dropped.
+    tracked: HashMap<u64, (i64, u64)>,
+    /// (due µs, job id), earliest first.
+    retries: BTreeSet<(i64, u64)>,
+}
+
+impl LeaseActor {
+    async fn run(mut self) {
+        loop {
+            let next = self.expiries.first().map(|e| e.0).into_iter().chain(self.retries.first().map(|e| e.0)).min();
+            let sleep = async {
+                match next {
+                    Some(at) => tokio::time::sleep_until(instant_of(at)).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                msg = self.rx.recv() => match msg {
+                    Some(msg) => self.handle(msg),
+                    None => return,
+                },
+                () = sleep => self.fire(),
+            }
+        }
+    }
+
+    fn handle(&mut self, msg: Msg) {
+        match msg {
+            Msg::Track { id, attempt, deadline } => {
+                if let Some((d, a)) = self.tracked.insert(id, (deadline, attempt)) {
+                    self.expiries.remove(&(d, id, a));
+                }
+                self.expiries.insert((deadline, id, attempt));
+            }
+            Msg::Untrack { id } => {
+                if let Some((d, a)) = self.tracked.remove(&id) {
+                    self.expiries.remove(&(d, id, a));
+                }
+            }
+            Msg::Schedule { id, due } => {
+                self.retries.insert((due, id));
+            }
+            Msg::Count(reply) => {
+                let _ = reply.send((self.tracked.len(), self.retries.len()));
+            }
+        }
+    }
+
+    /// Hands every timer that is due to a task of its own (store work never runs on
+    /// the actor's loop).
+    fn fire(&mut self) {
+        let now = now_us();
+        while let Some(&(deadline, id, attempt)) = self.expiries.first() {
+            if deadline > now {
+                break;
+            }
+            self.expiries.pop_first();
+            self.tracked.remove(&id);
+            let me = self.me.clone();
+            tokio::spawn(async move { me.expire(id, attempt).await });
+        }
+        while let Some(&(due, id)) = self.retries.first() {
+            if due > now {
+                break;
+            }
+            self.retries.pop_first();
+            let me = self.me.clone();
+            tokio::spawn(async move { me.due(id).await });
+        }
+    }
+}
+
+/// The tokio instant at Unix time `at_us` (wall clock), never in the past.
+fn instant_of(at_us: i64) -> Instant {
+    let delta = at_us.saturating_sub(now_us()).max(0);
+    Instant::now() + std::time::Duration::from_micros(u64::try_from(delta).unwrap_or(0))
+}

@@ -1,0 +1,102 @@
+//! The actors of the core, and [`Core`], the one value that wires them to the store.
+//!
+//! - [`queue`]: the ready index in memory, `PollJobs` streams, fair dispatch.
+//! - [`lease`]: grants, heartbeats, submissions and failures (fenced), and the
+//!   expiry and retry timers.
+//!
+//! Each actor is a private task owning its state plus a cheap `Clone` handle with
+//! a bounded channel. The two actors hold each other's handles, but neither ever
+//! awaits a send from inside its own loop: store work and cross-actor messages run
+//! on short tasks, so there is no cycle of bounded channels to deadlock on.
+
+pub mod lease;
+pub mod queue;
+
+use std::sync::Arc;
+
+pub use lease::Leases;
+pub use queue::{Queue, ReadyJob};
+
+use crate::config::Config;
+use crate::store::jobs::{self, Cancelled, JobError, NewJob, Policy};
+use crate::store::records::JobRecord;
+use crate::store::state::JobState;
+use crate::store::{Store, StoreError};
+use crate::time::now_us;
+
+/// An actor's channel is closed: it has stopped (only during shutdown).
+#[derive(Debug, Clone, Copy, thiserror::Error)]
+#[error("the {0} actor has stopped")]
+pub struct ActorGone(pub &'static str);
+
+#[derive(Debug, thiserror::Error)]
+pub enum CoreError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Job(#[from] JobError),
+    #[error(transparent)]
+    Gone(#[from] ActorGone),
+}
+
+/// The running core: store plus actors. Cheap to clone.
+#[derive(Clone)]
+pub struct Core {
+    pub store: Store,
+    pub queue: Queue,
+    pub leases: Leases,
+    pub config: Arc<Config>,
+}
+
+impl Core {
+    /// Opens the store, releases the leases of the previous run (their processes died
+    /// with it), rebuilds the in-memory indexes and starts the actors.
+    pub async fn start(config: Config) -> Result<Self, CoreError> {
+        let store = Store::open(&config.server.data_dir, config.store.max_batch)?;
+        let policy = Arc::new(Policy::from_config(&config));
+        let released = store.write(|t| jobs::release_all(t, now_us())).await?;
+        if !released.is_empty() {
+            tracing::info!(count = released.len(), "released the leases of the previous run");
+        }
+        let (queue, queue_inbox) = Queue::new();
+        let (leases, lease_inbox) = Leases::new(store.clone(), policy, queue.clone());
+        queue.start(queue_inbox, leases.clone());
+        leases.start(lease_inbox);
+
+        let ready = queue::ready_from_store(&store)?;
+        let retrying = jobs::retrying(&store.read()?)?;
+        tracing::info!(queued = ready.len(), retrying = retrying.len(), "queue restored");
+        queue.ready(ready).await?;
+        for (id, due) in retrying {
+            leases.schedule(id, due).await?;
+        }
+        Ok(Self { store, queue, leases, config: Arc::new(config) })
+    }
+
+    /// Enqueues a validated job; it is durable when this returns.
+    pub async fn enqueue(&self, new: NewJob) -> Result<JobRecord, CoreError> {
+        let rec = self.store.write(move |t| jobs::insert(t, new, now_us())).await?;
+        self.queue.ready(vec![ReadyJob { format: rec.format.clone(), tenant: rec.tenant.clone(), id: rec.id }]).await?;
+        Ok(rec)
+    }
+
+    pub async fn cancel(&self, id: u64, tenant: Option<String>) -> Result<JobRecord, CoreError> {
+        let c: Cancelled = self.store.write(move |t| jobs::cancel(t, id, tenant.as_deref(), now_us())).await??;
+        match c.previous {
+            JobState::Queued => self.queue.remove(ReadyJob { format: c.job.format.clone(), tenant: c.job.tenant.clone(), id }).await?,
+            JobState::Leased => {
+                if let Some(w) = c.worker {
+                    self.leases.ended(id, w).await;
+                }
+            }
+            _ => {}
+        }
+        Ok(c.job)
+    }
+
+    pub async fn retry(&self, id: u64, tenant: Option<String>) -> Result<JobRecord, CoreError> {
+        let rec = self.store.write(move |t| jobs::retry(t, id, tenant.as_deref(), now_us())).await??;
+        self.queue.ready(vec![ReadyJob { format: rec.format.clone(), tenant: rec.tenant.clone(), id }]).await?;
+        Ok(rec)
+    }
+}

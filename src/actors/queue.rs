@@ -1,0 +1,322 @@
+//! The queue actor: the in-memory mirror of the ready index, the open `PollJobs`
+//! streams, and dispatch between them.
+//!
+//! Dispatch is fair twice over: within a format, tenants take turns (round robin
+//! over tenants with ready jobs, oldest job first within a tenant), so one tenant's
+//! backlog of 100,000 jobs cannot starve another tenant's single job; and pollers
+//! take turns. A stream holds at most `max_in_flight` leased jobs per worker id:
+//! the next job is leased only when the worker finishes one, so no job waits in a
+//! buffer while its lease runs down.
+//!
+//! The redb ready index stays the truth; this mirror only decides what to try next.
+//! Leasing is a store change that re-checks the job's state, so a job cancelled
+//! after being picked is simply skipped.
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
+
+use tokio::sync::{mpsc, oneshot};
+use tonic::Status;
+
+use super::{ActorGone, Leases};
+use crate::proto::JobPayload;
+use crate::store::jobs;
+
+/// A queued job as the ready index knows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadyJob {
+    pub format: String,
+    pub tenant: String,
+    pub id: u64,
+}
+
+pub type JobSender = mpsc::Sender<Result<JobPayload, Status>>;
+
+pub(super) struct QueueInbox(mpsc::Receiver<Msg>);
+
+enum Msg {
+    Ready(Vec<ReadyJob>),
+    Remove(ReadyJob),
+    Register { worker_id: String, formats: Vec<String>, max_in_flight: usize, tx: JobSender, reply: oneshot::Sender<u64> },
+    Unregister(u64),
+    /// A lease of `worker` on job `id` ended (or was never granted): credit back.
+    Done { id: u64, worker: String },
+    SetLeasing(bool),
+    Snapshot(oneshot::Sender<QueueSnapshot>),
+}
+
+/// What `status` shows of the queue actor.
+#[derive(Debug, Clone, Default)]
+pub struct QueueSnapshot {
+    pub pollers: Vec<(String, Vec<String>, usize)>,
+    pub leasing: bool,
+}
+
+/// Handle to the queue actor. Cheap to clone.
+#[derive(Clone)]
+pub struct Queue {
+    /// Bounded: callers are RPC handlers and short tasks, never another actor's
+    /// loop, so a full channel only slows callers down and cannot deadlock.
+    tx: mpsc::Sender<Msg>,
+}
+
+impl Queue {
+    /// The handle and the inbox of an actor not started yet (the queue and lease
+    /// actors hold each other's handles, so both exist before either starts).
+    pub(super) fn new() -> (Self, QueueInbox) {
+        let (tx, rx) = mpsc::channel(8192);
+        (Self { tx }, QueueInbox(rx))
+    }
+
+    pub(super) fn start(&self, inbox: QueueInbox, leases: Leases) {
+        let actor = QueueActor {
+            rx: inbox.0,
+            leases,
+            formats: HashMap::new(),
+            pollers: BTreeMap::new(),
+            next_poller: 1,
+            inflight: HashMap::new(),
+            turn: 0,
+            leasing: true,
+        };
+        tokio::spawn(actor.run());
+    }
+
+    async fn send(&self, msg: Msg) -> Result<(), ActorGone> {
+        self.tx.send(msg).await.map_err(|_| ActorGone("queue"))
+    }
+
+    pub async fn ready(&self, jobs: Vec<ReadyJob>) -> Result<(), ActorGone> {
+        self.send(Msg::Ready(jobs)).await
+    }
+
+    pub async fn remove(&self, job: ReadyJob) -> Result<(), ActorGone> {
+        self.send(Msg::Remove(job)).await
+    }
+
+    pub async fn done(&self, id: u64, worker: String) -> Result<(), ActorGone> {
+        self.send(Msg::Done { id, worker }).await
+    }
+
+    /// Stops (false) or resumes (true) handing out leases; used when draining.
+    pub async fn set_leasing(&self, on: bool) -> Result<(), ActorGone> {
+        self.send(Msg::SetLeasing(on)).await
+    }
+
+    /// Opens a poller; jobs for `formats` arrive on `tx`. The poller is removed when
+    /// the stream's receiver is dropped (the client went away).
+    pub async fn register(&self, worker_id: String, formats: Vec<String>, max_in_flight: usize, tx: JobSender) -> Result<(), ActorGone> {
+        let (reply, rx) = oneshot::channel();
+        let closed = tx.clone();
+        self.send(Msg::Register { worker_id, formats, max_in_flight, tx, reply }).await?;
+        let id = rx.await.map_err(|_| ActorGone("queue"))?;
+        let me = self.clone();
+        tokio::spawn(async move {
+            closed.closed().await;
+            let _ = me.send(Msg::Unregister(id)).await;
+        });
+        Ok(())
+    }
+
+    pub async fn snapshot(&self) -> Result<QueueSnapshot, ActorGone> {
+        let (reply, rx) = oneshot::channel();
+        self.send(Msg::Snapshot(reply)).await?;
+        rx.await.map_err(|_| ActorGone("queue"))
+    }
+}
+
+/// Ready jobs of one format.
+#[derive(Default)]
+struct FormatQueue {
+    by_tenant: HashMap<String, BTreeSet<u64>>,
+    /// Tenants with at least one ready job, in turn order.
+    turns: VecDeque<String>,
+}
+
+impl FormatQueue {
+    fn push(&mut self, tenant: &str, id: u64) {
+        let set = self.by_tenant.entry(tenant.to_string()).or_default();
+        if set.is_empty() {
+            self.turns.push_back(tenant.to_string());
+        }
+        set.insert(id);
+    }
+
+    fn remove(&mut self, tenant: &str, id: u64) {
+        if let Some(set) = self.by_tenant.get_mut(tenant) {
+            set.remove(&id);
+            if set.is_empty() {
+                self.by_tenant.remove(tenant);
+                self.turns.retain(|t| t != tenant);
+            }
+        }
+    }
+
+    /// The next tenant's oldest job; that tenant goes to the back of the line.
+    fn pop(&mut self) -> Option<(String, u64)> {
+        let tenant = self.turns.pop_front()?;
+        let set = self.by_tenant.get_mut(&tenant)?;
+        let id = set.pop_first()?;
+        if set.is_empty() {
+            self.by_tenant.remove(&tenant);
+        } else {
+            self.turns.push_back(tenant.clone());
+        }
+        Some((tenant, id))
+    }
+
+    fn is_empty(&self) -> bool {
+        self.turns.is_empty()
+    }
+}
+
+struct Poller {
+    worker_id: String,
+    formats: Vec<String>,
+    max_in_flight: usize,
+    tx: JobSender,
+    /// Rotates the format tried first, so one busy format cannot starve the others.
+    next_format: usize,
+}
+
+struct QueueActor {
+    rx: mpsc::Receiver<Msg>,
+    leases: Leases,
+    formats: HashMap<String, FormatQueue>,
+    pollers: BTreeMap<u64, Poller>,
+    next_poller: u64,
+    /// Jobs leased (or being leased) per worker id. Kept across reconnects of the
+    /// same worker, so a reconnect does not double its credit.
+    inflight: HashMap<String, HashSet<u64>>,
+    /// Rotates the poller served first.
+    turn: usize,
+    leasing: bool,
+}
+
+impl QueueActor {
+    async fn run(mut self) {
+        while let Some(msg) = self.rx.recv().await {
+            self.handle(msg);
+            // Drain whatever else is waiting before dispatching once.
+            while let Ok(msg) = self.rx.try_recv() {
+                self.handle(msg);
+            }
+            self.dispatch();
+        }
+    }
+
+    fn handle(&mut self, msg: Msg) {
+        match msg {
+            Msg::Ready(jobs) => {
+                for j in jobs {
+                    self.formats.entry(j.format).or_default().push(&j.tenant, j.id);
+                }
+            }
+            Msg::Remove(j) => {
+                if let Some(q) = self.formats.get_mut(&j.format) {
+                    q.remove(&j.tenant, j.id);
+                }
+            }
+            Msg::Register { worker_id, formats, max_in_flight, tx, reply } => {
+                let id = self.next_poller;
+                self.next_poller += 1;
+                tracing::info!(poller = id, worker = %worker_id, ?formats, "worker polling");
+                self.pollers.insert(id, Poller { worker_id, formats, max_in_flight: max_in_flight.max(1), tx, next_format: 0 });
+                let _ = reply.send(id);
+            }
+            Msg::Unregister(id) => {
+                if let Some(p) = self.pollers.remove(&id) {
+                    tracing::info!(poller = id, worker = %p.worker_id, "worker stopped polling");
+                }
+            }
+            Msg::Done { id, worker } => {
+                if let Some(set) = self.inflight.get_mut(&worker) {
+                    set.remove(&id);
+                    if set.is_empty() {
+                        self.inflight.remove(&worker);
+                    }
+                }
+            }
+            Msg::SetLeasing(on) => self.leasing = on,
+            Msg::Snapshot(reply) => {
+                let pollers = self
+                    .pollers
+                    .values()
+                    .map(|p| (p.worker_id.clone(), p.formats.clone(), self.inflight.get(&p.worker_id).map_or(0, HashSet::len)))
+                    .collect();
+                let _ = reply.send(QueueSnapshot { pollers, leasing: self.leasing });
+            }
+        }
+    }
+
+    fn dispatch(&mut self) {
+        if !self.leasing || self.pollers.is_empty() {
+            return;
+        }
+        loop {
+            let mut progressed = false;
+            let ids: Vec<u64> = self.pollers.keys().copied().collect();
+            let n = ids.len();
+            self.turn = self.turn.wrapping_add(1);
+            for i in 0..n {
+                let pid = ids[(self.turn + i) % n];
+                if let Some((job, worker, tx)) = self.pick(pid) {
+                    progressed = true;
+                    self.inflight.entry(worker.clone()).or_default().insert(job.id);
+                    let leases = self.leases.clone();
+                    tokio::spawn(async move { leases.grant(job, worker, tx).await });
+                }
+            }
+            if !progressed {
+                return;
+            }
+        }
+    }
+
+    /// A job for poller `pid`, if it has credit and one of its formats has work.
+    fn pick(&mut self, pid: u64) -> Option<(ReadyJob, String, JobSender)> {
+        let p = self.pollers.get_mut(&pid)?;
+        let held = self.inflight.get(&p.worker_id).map_or(0, HashSet::len);
+        if held >= p.max_in_flight || p.tx.is_closed() {
+            return None;
+        }
+        let nf = p.formats.len();
+        for k in 0..nf {
+            let fmt = &p.formats[(p.next_format + k) % nf];
+            let Some(q) = self.formats.get_mut(fmt) else { continue };
+            if let Some((tenant, id)) = q.pop() {
+                if q.is_empty() {
+                    self.formats.remove(fmt);
+                }
+                let job = ReadyJob { format: fmt.clone(), tenant, id };
+                p.next_format = (p.next_format + k + 1) % nf;
+                return Some((job, p.worker_id.clone(), p.tx.clone()));
+            }
+        }
+        None
+    }
+}
+
+/// Rebuilds the mirror from the store's ready index (start-up).
+pub fn ready_from_store(store: &crate::store::Store) -> Result<Vec<ReadyJob>, crate::store::StoreError> {
+    let txn = store.read()?;
+    Ok(jobs::ready(&txn)?.into_iter().map(|(format, tenant, id)| ReadyJob { format, tenant, id }).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::FormatQueue;
+
+    #[test]
+    fn tenants_take_turns_whatever_their_backlog() {
+        let mut q = FormatQueue::default();
+        for id in 1..=100_000 {
+            q.push("big", id);
+        }
+        q.push("small", 200_000);
+        // The small tenant's single job comes out second, not after 100,000 others.
+        assert_eq!(q.pop(), Some(("big".into(), 1)));
+        assert_eq!(q.pop(), Some(("small".into(), 200_000)));
+        assert_eq!(q.pop(), Some(("big".into(), 2)));
+        q.remove("big", 3);
+        assert_eq!(q.pop(), Some(("big".into(), 4)));
+    }
+}

@@ -1,0 +1,299 @@
+//! Client side of the CLI: finds the server and its token from the config, and
+//! runs each command over gRPC.
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{anyhow, bail, Context, Result};
+use tokio::io::AsyncReadExt;
+use tonic::metadata::MetadataValue;
+use tonic::service::interceptor::InterceptedService;
+use tonic::transport::Channel;
+
+use super::{render, Global, IngestArgs, JobsArgs};
+use crate::config::{format_for_path, Config};
+use crate::proto::ingest_service_client::IngestServiceClient;
+use crate::proto::submit_job_request::Part;
+use crate::proto::*;
+use crate::store::state::JobState;
+
+const CHUNK: usize = 1 << 20;
+
+type Authed = InterceptedService<Channel, BearerToken>;
+
+/// Adds the bearer token to every request.
+#[derive(Clone)]
+pub struct BearerToken(MetadataValue<tonic::metadata::Ascii>);
+
+impl tonic::service::Interceptor for BearerToken {
+    fn call(&mut self, mut req: tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status> {
+        req.metadata_mut().insert("authorization", self.0.clone());
+        Ok(req)
+    }
+}
+
+/// A connected client of `IngestService`.
+pub struct Client {
+    pub ingest: IngestServiceClient<Authed>,
+}
+
+/// The config a client command uses: `--config`, else ./supervisor.toml if present, else defaults.
+fn load_config(g: &Global) -> Result<Config> {
+    match &g.config {
+        Some(p) => Ok(Config::load(p)?),
+        None if Path::new("supervisor.toml").exists() => Ok(Config::load(Path::new("supervisor.toml"))?),
+        None => Ok(Config::defaults()),
+    }
+}
+
+fn config_name(g: &Global) -> String {
+    g.config.as_ref().map_or_else(|| "./supervisor.toml".to_string(), |p| p.display().to_string())
+}
+
+impl Client {
+    pub async fn connect(g: &Global) -> Result<Self> {
+        let config = load_config(g)?;
+        let (addr, from) = match &g.addr {
+            Some(a) => (a.clone(), "--addr / TELHA_ADDR".to_string()),
+            None => {
+                let listen = &config.server.listen;
+                if listen.ends_with(":0") {
+                    let file = config.server.addr_file();
+                    let a = std::fs::read_to_string(&file).map_err(|_| {
+                        anyhow!("[server].listen in {} picks a free port, and {} does not exist: is `telha serve --config {}` running?", config_name(g), file.display(), config_name(g))
+                    })?;
+                    (a.trim().to_string(), file.display().to_string())
+                } else {
+                    (listen.replace("0.0.0.0", "127.0.0.1"), format!("[server].listen in {}", config_name(g)))
+                }
+            }
+        };
+        let token = match std::env::var("TELHA_TOKEN") {
+            Ok(t) if !t.is_empty() => t,
+            _ => {
+                let path = config.server.token_path();
+                std::fs::read_to_string(&path)
+                    .with_context(|| format!("cannot read the token file {} (set [server].token_file or TELHA_TOKEN): has `telha serve` run with this config?", path.display()))?
+                    .trim()
+                    .to_string()
+            }
+        };
+        let header: MetadataValue<_> = format!("Bearer {token}").parse().map_err(|_| anyhow!("the token contains characters not allowed in a header"))?;
+        let uri = if addr.contains("://") { addr.clone() } else { format!("http://{addr}") };
+        let channel = Channel::from_shared(uri.clone())
+            .map_err(|e| anyhow!("bad server address {addr:?}: {e}"))?
+            .connect_timeout(std::time::Duration::from_secs(5))
+            .connect()
+            .await
+            .map_err(|_| anyhow!("no telha server at {addr} (from {from}): start one with `telha serve --config {}`", config_name(g)))?;
+        Ok(Self { ingest: IngestServiceClient::with_interceptor(channel, BearerToken(header)).max_decoding_message_size(64 << 20) })
+    }
+}
+
+fn status_err(e: tonic::Status) -> anyhow::Error {
+    anyhow!("{}", e.message())
+}
+
+pub async fn serve(g: &Global) -> Result<ExitCode> {
+    let config = match &g.config {
+        Some(p) => Config::load(p)?,
+        None if Path::new("supervisor.toml").exists() => Config::load(Path::new("supervisor.toml"))?,
+        None => {
+            tracing::warn!("no supervisor.toml here and no --config: using built-in defaults");
+            Config::defaults()
+        }
+    };
+    crate::server::serve(config, crate::server::shutdown_signal(), |_| {}).await?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `--option KEY=VALUE`s as a JSON object.
+fn options_json(pairs: &[String]) -> Result<String> {
+    let mut map = serde_json::Map::new();
+    for p in pairs {
+        let (k, v) = p.split_once('=').ok_or_else(|| anyhow!("--option {p:?}: expected KEY=VALUE"))?;
+        if k.is_empty() {
+            bail!("--option {p:?}: the key is empty");
+        }
+        let value = serde_json::from_str(v).unwrap_or_else(|_| serde_json::Value::String(v.to_string()));
+        map.insert(k.to_string(), value);
+    }
+    Ok(serde_json::Value::Object(map).to_string())
+}
+
+fn is_url(s: &str) -> bool {
+    let l = s.to_ascii_lowercase();
+    l.starts_with("http://") || l.starts_with("https://")
+}
+
+pub async fn ingest(g: &Global, args: IngestArgs) -> Result<ExitCode> {
+    let options = options_json(&args.options)?;
+    // Check every input before submitting any, so a typo does not leave half a batch queued.
+    let mut plan: Vec<(String, String, Option<PathBuf>)> = Vec::new();
+    for input in &args.inputs {
+        if is_url(input) {
+            plan.push((input.clone(), args.format.clone().unwrap_or_else(|| "web".into()), None));
+            continue;
+        }
+        let path = PathBuf::from(input);
+        let meta = std::fs::metadata(&path).map_err(|e| anyhow!("{input}: {}", if e.kind() == std::io::ErrorKind::NotFound { "no such file".to_string() } else { e.to_string() }))?;
+        if !meta.is_file() {
+            bail!("{input}: not a file");
+        }
+        let format = match &args.format {
+            Some(f) => f.clone(),
+            None => format_for_path(&path)
+                .ok_or_else(|| {
+                    let known = load_config(g).map(|c| c.known_formats().into_iter().collect::<Vec<_>>().join(", ")).unwrap_or_default();
+                    anyhow!("{input}: cannot tell the format from the extension; pass --format (known: {known})")
+                })?
+                .to_string(),
+        };
+        let name = std::fs::canonicalize(&path).unwrap_or(path.clone()).display().to_string();
+        plan.push((name, format, Some(path)));
+    }
+    let mut client = Client::connect(g).await?;
+    let mut jobs = Vec::new();
+    for (name, format, path) in plan {
+        let header = SubmitHeader {
+            tenant_id: args.tenant.clone(),
+            organization_id: args.organization.clone(),
+            format,
+            url: if path.is_none() { name.clone() } else { String::new() },
+            name,
+            options_json: options.clone(),
+        };
+        let job = submit(&mut client, header, path.as_deref()).await?;
+        jobs.push(job);
+    }
+    let mut code = ExitCode::SUCCESS;
+    if args.wait {
+        for job in jobs.iter_mut() {
+            *job = wait(&mut client, &job.id).await?;
+            if job.state != JobState::Succeeded.as_str() {
+                code = ExitCode::FAILURE;
+            }
+        }
+    }
+    if g.json {
+        let docs: Vec<_> = jobs.iter().map(render::job_json).collect();
+        let doc = if docs.len() == 1 { docs.into_iter().next().unwrap_or_default() } else { serde_json::Value::Array(docs) };
+        render::print_json(&doc);
+    } else {
+        for job in &jobs {
+            println!("{}\t{}\t{}\t{}", job.id, job.state, job.format, job.name);
+        }
+    }
+    Ok(code)
+}
+
+async fn submit(client: &mut Client, header: SubmitHeader, path: Option<&Path>) -> Result<Job> {
+    let (tx, rx) = tokio::sync::mpsc::channel::<SubmitJobRequest>(4);
+    let send = tx.clone();
+    let label = path.map(|p| p.display().to_string()).unwrap_or_else(|| header.url.clone());
+    send.send(SubmitJobRequest { part: Some(Part::Header(header)) }).await.map_err(|_| anyhow!("submit stream closed"))?;
+    let reader = match path {
+        Some(p) => Some(tokio::fs::File::open(p).await.with_context(|| format!("{}: cannot open", p.display()))?),
+        None => None,
+    };
+    drop(tx);
+    let feeder = tokio::spawn(async move {
+        if let Some(mut file) = reader {
+            let mut buf = vec![0u8; CHUNK];
+            loop {
+                let n = file.read(&mut buf).await?;
+                if n == 0 {
+                    break;
+                }
+                if send.send(SubmitJobRequest { part: Some(Part::Chunk(buf[..n].to_vec())) }).await.is_err() {
+                    break;
+                }
+            }
+        }
+        Ok::<_, std::io::Error>(())
+    });
+    let job = client.ingest.submit_job(tokio_stream::wrappers::ReceiverStream::new(rx)).await.map_err(|e| anyhow!("{label}: {}", e.message()))?.into_inner();
+    feeder.await.map_err(|e| anyhow!("{e}"))?.with_context(|| format!("{label}: read error"))?;
+    Ok(job)
+}
+
+/// Follows a job until it is finished.
+async fn wait(client: &mut Client, id: &str) -> Result<Job> {
+    let mut stream = client.ingest.watch_job(GetJobRequest { job_id: id.to_string(), tenant_id: String::new() }).await.map_err(status_err)?.into_inner();
+    let mut last = None;
+    while let Some(job) = stream.message().await.map_err(status_err)? {
+        last = Some(job);
+    }
+    last.ok_or_else(|| anyhow!("job {id}: the server ended the watch without a state"))
+}
+
+pub async fn jobs(g: &Global, args: JobsArgs) -> Result<ExitCode> {
+    let mut client = Client::connect(g).await?;
+    let mut all = Vec::new();
+    let mut token = String::new();
+    loop {
+        let page_size = u32::try_from(args.limit.saturating_sub(all.len()).min(1000)).unwrap_or(1000);
+        if page_size == 0 {
+            break;
+        }
+        let req = ListJobsRequest {
+            state: args.state.clone().unwrap_or_default(),
+            format: args.format.clone().unwrap_or_default(),
+            tenant_id: args.tenant.clone().unwrap_or_default(),
+            page_size,
+            page_token: token.clone(),
+        };
+        let resp = client.ingest.list_jobs(req).await.map_err(status_err)?.into_inner();
+        all.extend(resp.jobs);
+        if resp.next_page_token.is_empty() {
+            break;
+        }
+        token = resp.next_page_token;
+    }
+    if g.json {
+        render::print_json(&serde_json::Value::Array(all.iter().map(render::job_json).collect()));
+    } else {
+        render::jobs_table(&all);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn one(g: &Global, id: &str, op: &str) -> Result<ExitCode> {
+    let mut client = Client::connect(g).await?;
+    let req = GetJobRequest { job_id: id.to_string(), tenant_id: String::new() };
+    let job = match op {
+        "retry" => client.ingest.retry_job(req).await,
+        "cancel" => client.ingest.cancel_job(req).await,
+        _ => client.ingest.get_job(req).await,
+    }
+    .map_err(status_err)?
+    .into_inner();
+    if g.json {
+        render::print_json(&render::job_json(&job));
+    } else {
+        render::job_text(&job);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub async fn job(g: &Global, id: &str) -> Result<ExitCode> {
+    one(g, id, "get").await
+}
+
+pub async fn retry(g: &Global, id: &str) -> Result<ExitCode> {
+    one(g, id, "retry").await
+}
+
+pub async fn cancel(g: &Global, id: &str) -> Result<ExitCode> {
+    one(g, id, "cancel").await
+}
+
+pub async fn status(g: &Global) -> Result<ExitCode> {
+    let mut client = Client::connect(g).await?;
+    let s = client.ingest.get_status(GetStatusRequest {}).await.map_err(status_err)?.into_inner();
+    if g.json {
+        render::print_json(&render::status_json(&s));
+    } else {
+        render::status_text(&s);
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,112 @@
+//! The `telha` command line (DESIGN.md §7). Client commands talk to a running
+//! server over gRPC; `serve` runs one.
+
+mod client;
+mod render;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+pub use client::Client;
+
+#[derive(Debug, Parser)]
+#[command(name = "telha", version, about = "Telha ingestion tier: supervises format workers and queues their jobs")]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: Global,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct Global {
+    /// supervisor.toml to read (default ./supervisor.toml, or built-in defaults when absent).
+    #[arg(long, global = true, env = "TELHA_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// Server address (host:port); default from TELHA_ADDR, then [server].listen.
+    #[arg(long, global = true, env = "TELHA_ADDR")]
+    pub addr: Option<String>,
+    /// Print one JSON document instead of text.
+    #[arg(long, global = true)]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the supervisor and gRPC server until SIGTERM/SIGINT.
+    Serve,
+    /// Submit files or URLs as jobs.
+    Ingest(IngestArgs),
+    /// List jobs.
+    Jobs(JobsArgs),
+    /// Show one job.
+    Job(IdArgs),
+    /// Move a dead or cancelled job back to the queue.
+    Retry(IdArgs),
+    /// Cancel a queued, leased or retrying job.
+    Cancel(IdArgs),
+    /// Queue depth per format and state, and the workers polling.
+    Status,
+}
+
+#[derive(Debug, Args)]
+pub struct IngestArgs {
+    /// Tenant the jobs belong to.
+    #[arg(long, default_value = "default")]
+    pub tenant: String,
+    /// Organization within the tenant.
+    #[arg(long, default_value = "")]
+    pub organization: String,
+    /// Format (default: from the file extension; "web" for URLs).
+    #[arg(long)]
+    pub format: Option<String>,
+    /// KEY=VALUE set in the job's options (VALUE parsed as JSON when it parses).
+    #[arg(long = "option", value_name = "KEY=VALUE")]
+    pub options: Vec<String>,
+    /// Wait until every job is finished; exit non-zero if any ended dead or cancelled.
+    #[arg(long)]
+    pub wait: bool,
+    /// Files or http(s) URLs.
+    #[arg(required = true, value_name = "PATH|URL")]
+    pub inputs: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct JobsArgs {
+    #[arg(long)]
+    pub state: Option<String>,
+    #[arg(long)]
+    pub format: Option<String>,
+    #[arg(long)]
+    pub tenant: Option<String>,
+    /// Most jobs to show (newest pages are not skipped: jobs come in id order).
+    #[arg(long, default_value_t = 1000)]
+    pub limit: usize,
+}
+
+#[derive(Debug, Args)]
+pub struct IdArgs {
+    pub id: String,
+}
+
+/// Runs the CLI; the exit code says whether it worked.
+pub async fn run(cli: Cli) -> ExitCode {
+    let result = match cli.command {
+        Command::Serve => client::serve(&cli.global).await,
+        Command::Ingest(args) => client::ingest(&cli.global, args).await,
+        Command::Jobs(args) => client::jobs(&cli.global, args).await,
+        Command::Job(args) => client::job(&cli.global, &args.id).await,
+        Command::Retry(args) => client::retry(&cli.global, &args.id).await,
+        Command::Cancel(args) => client::cancel(&cli.global, &args.id).await,
+        Command::Status => client::status(&cli.global).await,
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("telha: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,377 @@
+//! `supervisor.toml`: the operator's one file. Parsed strictly: an unknown key or a
+//! bad value is refused at start-up with the dotted path of the key.
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::failure::FailureKind;
+
+/// Formats the core accepts even when no pool declares them (workers may join from
+/// other hosts). Pools add their own.
+pub const BUILTIN_FORMATS: &[&str] = &[
+    "code", "code-archive", "csv", "docling", "docx", "eml", "html", "md", "msg", "parquet", "pdf",
+    "text", "tsv", "txt", "web", "xlsx",
+];
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config {path}: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("invalid config {path}: {key}: {message}")]
+    Invalid { path: PathBuf, key: String, message: String },
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    #[serde(default)]
+    server: ServerConfig,
+    #[serde(default)]
+    jobs: JobsConfig,
+    #[serde(default)]
+    store: StoreConfig,
+    #[serde(default)]
+    pools: BTreeMap<String, PoolConfig>,
+    #[serde(default)]
+    failures: FailuresConfig,
+}
+
+/// The whole, validated configuration. Relative paths are already resolved against
+/// the config file's folder.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The file this came from (None for built-in defaults).
+    pub path: Option<PathBuf>,
+    pub server: ServerConfig,
+    pub jobs: JobsConfig,
+    pub store: StoreConfig,
+    pub pools: BTreeMap<String, PoolConfig>,
+    pub failures: FailuresConfig,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ServerConfig {
+    /// gRPC address for clients and workers; port 0 picks a free port, written to
+    /// `<data_dir>/serve.addr` once bound.
+    pub listen: String,
+    pub data_dir: PathBuf,
+    /// Default `<data_dir>/token`.
+    pub token_file: Option<PathBuf>,
+    /// Largest content a client may submit.
+    pub max_content_mb: u64,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            listen: "127.0.0.1:50051".into(),
+            data_dir: PathBuf::from("./data"),
+            token_file: None,
+            max_content_mb: 1024,
+        }
+    }
+}
+
+impl ServerConfig {
+    pub fn token_path(&self) -> PathBuf {
+        self.token_file.clone().unwrap_or_else(|| self.data_dir.join("token"))
+    }
+    pub fn addr_file(&self) -> PathBuf {
+        self.data_dir.join("serve.addr")
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct JobsConfig {
+    pub max_attempts: u32,
+    /// Seconds; fractions allowed.
+    pub lease_secs: f64,
+    pub backoff_base_ms: u64,
+    pub backoff_max_ms: u64,
+}
+
+impl Default for JobsConfig {
+    fn default() -> Self {
+        Self { max_attempts: 5, lease_secs: 180.0, backoff_base_ms: 1000, backoff_max_ms: 300_000 }
+    }
+}
+
+impl JobsConfig {
+    pub fn lease(&self) -> Duration {
+        Duration::from_secs_f64(self.lease_secs)
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct StoreConfig {
+    /// Most state changes one durable commit may carry (group commit). 1 means one
+    /// fsync per change, the baseline `bench/dispatch` compares against.
+    pub max_batch: usize,
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        Self { max_batch: 4096 }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PoolConfig {
+    pub formats: Vec<String>,
+    #[serde(default = "default_workers")]
+    pub workers: u32,
+    pub command: Vec<String>,
+    #[serde(default)]
+    pub job_timeout_secs: Option<f64>,
+    #[serde(default)]
+    pub max_jobs_per_worker: Option<u64>,
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    #[serde(default)]
+    pub limits: LimitsConfig,
+}
+
+fn default_workers() -> u32 {
+    1
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitsConfig {
+    pub memory_mb: Option<u64>,
+    pub cpu_secs: Option<u64>,
+    pub open_files: Option<u64>,
+    pub rss_mb: Option<u64>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct FailuresConfig {
+    /// Kinds that dead-letter at once; replaces the defaults of the taxonomy.
+    pub permanent: Vec<String>,
+}
+
+impl Default for FailuresConfig {
+    fn default() -> Self {
+        Self {
+            permanent: FailureKind::ALL
+                .iter()
+                .filter(|k| k.permanent_by_default())
+                .map(|k| k.as_str().to_string())
+                .collect(),
+        }
+    }
+}
+
+impl Config {
+    /// Built-in defaults, as if from an empty file in the current folder.
+    pub fn defaults() -> Self {
+        Self::from_raw(None, Path::new("."), RawConfig::empty()).expect("defaults are valid")
+    }
+
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|source| ConfigError::Read { path: path.to_path_buf(), source })?;
+        Self::parse(&text, path)
+    }
+
+    /// Parses `text` as if read from `path` (relative paths resolve against its folder).
+    pub fn parse(text: &str, path: &Path) -> Result<Self, ConfigError> {
+        let invalid = |key: String, message: String| ConfigError::Invalid { path: path.to_path_buf(), key, message };
+        let de = toml::Deserializer::parse(text).map_err(|e| invalid("(syntax)".into(), e.to_string()))?;
+        let raw: RawConfig = serde_path_to_error::deserialize(de).map_err(|e| {
+            let key = e.path().to_string();
+            let message = e.into_inner().message().trim().to_string();
+            invalid(if key == "." { "(top level)".into() } else { key }, message)
+        })?;
+        let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        let base = if base.as_os_str().is_empty() { PathBuf::from(".") } else { base };
+        Self::from_raw(Some(path.to_path_buf()), &base, raw)
+    }
+
+    fn from_raw(path: Option<PathBuf>, base: &Path, mut raw: RawConfig) -> Result<Self, ConfigError> {
+        let shown = path.clone().unwrap_or_else(|| PathBuf::from("(defaults)"));
+        let invalid = |key: &str, message: String| ConfigError::Invalid { path: shown.clone(), key: key.into(), message };
+        let resolve = |p: &Path| if p.is_absolute() { p.to_path_buf() } else { base.join(p) };
+
+        if raw.server.listen.parse::<std::net::SocketAddr>().is_err() && !raw.server.listen.starts_with("unix:") {
+            return Err(invalid("server.listen", format!("{:?} is not host:port (e.g. 127.0.0.1:50051)", raw.server.listen)));
+        }
+        raw.server.data_dir = resolve(&raw.server.data_dir);
+        raw.server.token_file = raw.server.token_file.as_deref().map(resolve);
+        if raw.server.max_content_mb == 0 {
+            return Err(invalid("server.max_content_mb", "must be at least 1".into()));
+        }
+        let j = &raw.jobs;
+        if j.max_attempts == 0 {
+            return Err(invalid("jobs.max_attempts", "must be at least 1".into()));
+        }
+        if !(j.lease_secs.is_finite() && j.lease_secs >= 0.05 && j.lease_secs <= 86_400.0 * 7.0) {
+            return Err(invalid("jobs.lease_secs", format!("{} is outside 0.05 ..= 604800", j.lease_secs)));
+        }
+        if j.backoff_base_ms == 0 || j.backoff_max_ms < j.backoff_base_ms {
+            return Err(invalid("jobs.backoff_max_ms", "need 0 < backoff_base_ms <= backoff_max_ms".into()));
+        }
+        if raw.store.max_batch == 0 {
+            return Err(invalid("store.max_batch", "must be at least 1".into()));
+        }
+        for kind in &raw.failures.permanent {
+            if FailureKind::parse(kind).is_none() {
+                let known: Vec<_> = FailureKind::ALL.iter().map(|k| k.as_str()).collect();
+                return Err(invalid("failures.permanent", format!("unknown kind {kind:?} (known: {})", known.join(", "))));
+            }
+        }
+        for (name, pool) in raw.pools.iter_mut() {
+            let key = |k: &str| format!("pools.{name}.{k}");
+            if !is_identifier(name) {
+                return Err(invalid(&format!("pools.{name}"), "pool names are letters, digits, '-' and '_'".into()));
+            }
+            if pool.formats.is_empty() {
+                return Err(invalid(&key("formats"), "declare at least one format".into()));
+            }
+            if let Some(bad) = pool.formats.iter().find(|f| !is_identifier(f)) {
+                return Err(invalid(&key("formats"), format!("{bad:?} is not a format name")));
+            }
+            if pool.command.is_empty() || pool.command[0].is_empty() {
+                return Err(invalid(&key("command"), "needs a program".into()));
+            }
+            if pool.command[0].contains('/') {
+                pool.command[0] = resolve(Path::new(&pool.command[0])).to_string_lossy().into_owned();
+            }
+            if pool.workers > 256 {
+                return Err(invalid(&key("workers"), "at most 256".into()));
+            }
+            if let Some(t) = pool.job_timeout_secs {
+                if !(t.is_finite() && t > 0.0) {
+                    return Err(invalid(&key("job_timeout_secs"), "must be a positive number".into()));
+                }
+            }
+            if pool.limits.memory_mb.is_some() && pool.limits.rss_mb.is_some() {
+                return Err(invalid(&key("limits"), "set memory_mb (RLIMIT_AS) or rss_mb (watchdog), not both".into()));
+            }
+            for (k, v) in [("memory_mb", pool.limits.memory_mb), ("cpu_secs", pool.limits.cpu_secs), ("open_files", pool.limits.open_files), ("rss_mb", pool.limits.rss_mb)] {
+                if v == Some(0) {
+                    return Err(invalid(&key(&format!("limits.{k}")), "must be at least 1".into()));
+                }
+            }
+            if let Some(k) = pool.env.keys().find(|k| k.starts_with("TELHA_") || k.is_empty() || k.contains('=')) {
+                return Err(invalid(&key("env"), format!("{k:?} cannot be set here (TELHA_* come from the supervisor)")));
+            }
+        }
+        Ok(Self { path, server: raw.server, jobs: raw.jobs, store: raw.store, pools: raw.pools, failures: raw.failures })
+    }
+
+    /// Every format a job may have: the built-in ones and those the pools declare.
+    pub fn known_formats(&self) -> BTreeSet<String> {
+        BUILTIN_FORMATS
+            .iter()
+            .map(|s| s.to_string())
+            .chain(self.pools.values().flat_map(|p| p.formats.iter().cloned()))
+            .collect()
+    }
+
+    pub fn is_permanent(&self, kind: FailureKind) -> bool {
+        self.failures.permanent.iter().any(|k| k == kind.as_str())
+    }
+}
+
+impl RawConfig {
+    fn empty() -> Self {
+        Self {
+            server: ServerConfig::default(),
+            jobs: JobsConfig::default(),
+            store: StoreConfig::default(),
+            pools: BTreeMap::new(),
+            failures: FailuresConfig::default(),
+        }
+    }
+}
+
+/// Letters, digits, `-`, `_` and `.`, 1..=64 bytes: names that are safe in paths, logs and keys.
+pub fn is_identifier(s: &str) -> bool {
+    !s.is_empty() && s.len() <= 64 && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Config, ConfigError> {
+        Config::parse(text, Path::new("/etc/telha/supervisor.toml"))
+    }
+
+    #[test]
+    fn unknown_key_is_refused_with_its_path() {
+        let err = parse("[pools.tabular]\nformats=['csv']\ncommand=['x']\n[pools.tabular.limits]\nmemroy_mb = 5\n").unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains("pools.tabular.limits.memroy_mb"), "{msg}");
+    }
+
+    #[test]
+    fn bad_value_is_refused_with_its_path() {
+        let msg = parse("[jobs]\nmax_attempts = \"five\"\n").unwrap_err().to_string();
+        assert!(msg.contains("jobs.max_attempts"), "{msg}");
+        let msg = parse("[jobs]\nmax_attempts = 0\n").unwrap_err().to_string();
+        assert!(msg.contains("jobs.max_attempts"), "{msg}");
+        let msg = parse("[server]\nlisten = \"nowhere\"\n").unwrap_err().to_string();
+        assert!(msg.contains("server.listen"), "{msg}");
+        let msg = parse("[failures]\npermanent = [\"bogus\"]\n").unwrap_err().to_string();
+        assert!(msg.contains("failures.permanent") && msg.contains("bogus"), "{msg}");
+    }
+
+    #[test]
+    fn relative_paths_resolve_against_the_config_folder() {
+        let c = parse("[server]\ndata_dir = \"d\"\n[pools.p]\nformats=['txt']\ncommand=['.venv/bin/python','-m','x']\n").unwrap();
+        assert_eq!(c.server.data_dir, PathBuf::from("/etc/telha/d"));
+        assert_eq!(c.server.token_path(), PathBuf::from("/etc/telha/d/token"));
+        assert_eq!(c.pools["p"].command[0], "/etc/telha/.venv/bin/python");
+        assert!(c.known_formats().contains("txt"));
+    }
+
+    #[test]
+    fn lease_secs_takes_integers_and_fractions() {
+        assert_eq!(parse("[jobs]\nlease_secs = 2\n").unwrap().jobs.lease(), Duration::from_secs(2));
+        assert_eq!(parse("[jobs]\nlease_secs = 0.5\n").unwrap().jobs.lease(), Duration::from_millis(500));
+    }
+
+    #[test]
+    fn default_permanent_kinds_follow_the_taxonomy() {
+        let c = Config::defaults();
+        assert!(c.is_permanent(FailureKind::InvalidInput));
+        assert!(c.is_permanent(FailureKind::Protocol));
+        assert!(!c.is_permanent(FailureKind::Oom));
+        let c = parse("[failures]\npermanent = [\"oom\"]\n").unwrap();
+        assert!(c.is_permanent(FailureKind::Oom) && !c.is_permanent(FailureKind::InvalidInput));
+    }
+}
+
+/// The format a file's extension implies, if any.
+pub fn format_for_path(path: &Path) -> Option<&'static str> {
+    let name = path.file_name()?.to_str()?.to_ascii_lowercase();
+    if name.ends_with(".tar.gz") || name.ends_with(".tgz") || name.ends_with(".zip") {
+        return Some("code-archive");
+    }
+    let ext = name.rsplit_once('.')?.1;
+    Some(match ext {
+        "txt" | "text" => "txt",
+        "md" | "markdown" => "md",
+        "csv" => "csv",
+        "tsv" | "tab" => "tsv",
+        "xlsx" => "xlsx",
+        "parquet" => "parquet",
+        "pdf" => "pdf",
+        "docx" => "docx",
+        "html" | "htm" => "html",
+        "eml" => "eml",
+        "msg" => "msg",
+        "py" | "rs" | "js" | "ts" | "go" | "java" | "c" | "h" | "cpp" | "rb" => "code",
+        "json" => "docling",
+        _ => return None,
+    })
+}

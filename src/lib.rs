@@ -1,0 +1,24 @@
+//! Telha's ingestion core: a supervisor that hands jobs to Python format workers
+//! over gRPC and keeps their state in an embedded, crash-safe store.
+//!
+//! Module map:
+//! - [`proto`]: code generated from `proto/telha/v1/telha.proto` (the wire contract).
+//! - [`config`]: `supervisor.toml`, parsed strictly (unknown keys refused with their path).
+//! - [`failure`]: the failure taxonomy shared by the core, the supervisor and the workers.
+//! - [`store`]: redb tables, the pure job state machine, group commit, blobs.
+//! - [`actors`]: the queue actor (routing, tenant fairness) and the lease actor (timers).
+//! - [`rpc`]: thin tonic handlers, auth, and the one mapping from domain errors to `Status`.
+//! - [`server`]: wiring of store, actors and gRPC services; `telha serve`.
+//! - [`cli`]: the `telha` command line.
+//! - [`wire`]: the envelope of a wire submission (`result_json` v1).
+
+pub mod actors;
+pub mod cli;
+pub mod config;
+pub mod failure;
+pub mod proto;
+pub mod rpc;
+pub mod server;
+pub mod store;
+pub mod time;
+pub mod wire;

@@ -1,0 +1,21 @@
+//! The `telha` binary: parses the command line and hands over to [`telha::cli`].
+use std::process::ExitCode;
+
+use std::io::IsTerminal;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let cli = telha::cli::Cli::parse();
+    let default_level = if matches!(cli.command, telha::cli::Command::Serve) { "info" } else { "warn" };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(std::io::stderr().is_terminal()).init();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("telha: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    runtime.block_on(telha::cli::run(cli))
+}

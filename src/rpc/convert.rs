@@ -1,0 +1,123 @@
+//! Conversions between proto messages and domain values, with the validation that
+//! names the offending field.
+use tonic::Status;
+
+use super::invalid;
+use crate::proto;
+use crate::store::jobs::JobView;
+use crate::store::state::JobState;
+
+/// Longest identifier (tenant, organization, worker id) accepted.
+pub const MAX_ID_BYTES: usize = 256;
+pub const MAX_NAME_BYTES: usize = 4096;
+pub const MAX_OPTIONS_BYTES: usize = 64 * 1024;
+pub const MAX_URL_BYTES: usize = 8192;
+
+pub fn job_id(field: &str, s: &str) -> Result<u64, Status> {
+    if s.is_empty() {
+        return Err(invalid(field, "required"));
+    }
+    s.parse::<u64>().ok().filter(|&id| id > 0).ok_or_else(|| invalid(field, format!("{:?} is not a job id", truncate(s))))
+}
+
+/// A printable identifier: non-empty, at most [`MAX_ID_BYTES`], no control characters.
+pub fn ident(field: &str, s: &str) -> Result<String, Status> {
+    if s.is_empty() {
+        return Err(invalid(field, "required"));
+    }
+    if s.len() > MAX_ID_BYTES {
+        return Err(invalid(field, format!("{} bytes is over the limit of {MAX_ID_BYTES}", s.len())));
+    }
+    if s.chars().any(char::is_control) {
+        return Err(invalid(field, "control characters are not allowed"));
+    }
+    Ok(s.to_string())
+}
+
+/// A JSON object (empty text means `{}`), returned in compact form.
+pub fn options(field: &str, s: &str) -> Result<String, Status> {
+    if s.trim().is_empty() {
+        return Ok("{}".into());
+    }
+    if s.len() > MAX_OPTIONS_BYTES {
+        return Err(invalid(field, format!("{} bytes is over the limit of {MAX_OPTIONS_BYTES}", s.len())));
+    }
+    match serde_json::from_str::<serde_json::Value>(s) {
+        Ok(v @ serde_json::Value::Object(_)) => Ok(v.to_string()),
+        Ok(_) => Err(invalid(field, "must be a JSON object")),
+        Err(e) => Err(invalid(field, format!("not JSON: {e}"))),
+    }
+}
+
+pub fn url(field: &str, s: &str) -> Result<String, Status> {
+    if s.len() > MAX_URL_BYTES {
+        return Err(invalid(field, format!("{} bytes is over the limit of {MAX_URL_BYTES}", s.len())));
+    }
+    let lower = s.to_ascii_lowercase();
+    if !(lower.starts_with("http://") || lower.starts_with("https://")) || s.chars().any(|c| c.is_control() || c.is_whitespace()) {
+        return Err(invalid(field, "must be an http:// or https:// URL"));
+    }
+    Ok(s.to_string())
+}
+
+pub fn state(field: &str, s: &str) -> Result<Option<JobState>, Status> {
+    if s.is_empty() {
+        return Ok(None);
+    }
+    JobState::parse(s).map(Some).ok_or_else(|| {
+        let known: Vec<_> = JobState::ALL.iter().map(|s| s.as_str()).collect();
+        invalid(field, format!("unknown state {:?} (known: {})", truncate(s), known.join(", ")))
+    })
+}
+
+fn truncate(s: &str) -> &str {
+    crate::failure::truncate_utf8(s, 64)
+}
+
+fn state_name(code: u32) -> String {
+    u8::try_from(code).ok().and_then(JobState::from_code).map_or("unknown", JobState::as_str).to_string()
+}
+
+pub fn job(v: JobView) -> proto::Job {
+    let j = v.job;
+    proto::Job {
+        id: j.id.to_string(),
+        name: j.name,
+        tenant_id: j.tenant,
+        organization_id: j.organization,
+        format: j.format,
+        state: state_name(j.state),
+        attempts: j.attempts,
+        failures: v
+            .failures
+            .into_iter()
+            .map(|f| proto::Failure {
+                attempt: f.attempt,
+                kind: f.kind,
+                permanent: f.permanent,
+                reason: f.reason,
+                at: f.at,
+                worker_id: f.worker_id,
+                exit_code: f.exit_code,
+                signal: f.signal,
+                stderr_tail: f.stderr_tail,
+                peak_rss_bytes: f.peak_rss_bytes,
+            })
+            .collect(),
+        options_json: j.options_json,
+        url: j.url,
+        content_blake3: j.blob,
+        content_size: j.size,
+        created_at: j.created_at,
+        updated_at: j.updated_at,
+        next_attempt_at: j.next_attempt_at,
+        worker_id: v.lease.as_ref().map(|l| l.worker_id.clone()).unwrap_or_default(),
+        lease_attempt: v.lease.as_ref().map_or(0, |l| l.attempt),
+        lease_deadline: v.lease.as_ref().map_or(0, |l| l.deadline),
+        submission_hash: j.submission_hash,
+        node_count: j.node_count,
+        parents: j.parents.iter().map(u64::to_string).collect(),
+        children: j.children.iter().map(u64::to_string).collect(),
+        unchanged: j.unchanged,
+    }
+}

@@ -1,0 +1,43 @@
+//! gRPC handlers. Each is thin and the same shape: validate the request into a
+//! domain value ([`convert`]), call the core, map errors with [`to_status`] — the one
+//! place that turns domain errors into `tonic::Status`.
+
+pub mod auth;
+pub mod convert;
+pub mod ingest;
+pub mod worker;
+
+use tonic::Status;
+
+use crate::actors::{ActorGone, CoreError};
+use crate::store::jobs::JobError;
+use crate::store::StoreError;
+
+/// The one mapping from domain errors to gRPC status codes.
+pub fn to_status(e: CoreError) -> Status {
+    match e {
+        CoreError::Job(JobError::NotFound(id)) => Status::not_found(format!("no job {id}")),
+        CoreError::Job(JobError::Transition(t)) => Status::failed_precondition(t.to_string()),
+        CoreError::Gone(g) => Status::unavailable(g.to_string()),
+        CoreError::Store(s) => store_status(s),
+    }
+}
+
+pub fn store_status(e: StoreError) -> Status {
+    tracing::error!(error = %e, "storage error");
+    match e {
+        StoreError::WriterGone => Status::unavailable("the store is shutting down"),
+        other => Status::internal(format!("storage error: {other}")),
+    }
+}
+
+impl From<ActorGone> for Status {
+    fn from(g: ActorGone) -> Self {
+        Status::unavailable(g.to_string())
+    }
+}
+
+/// `INVALID_ARGUMENT` naming the field.
+pub fn invalid(field: &str, message: impl std::fmt::Display) -> Status {
+    Status::invalid_argument(format!("{field}: {message}"))
+}

@@ -1,0 +1,186 @@
+//! `WorkerService`: what format workers speak.
+use std::pin::Pin;
+
+use futures_util::Stream;
+use tokio::io::AsyncReadExt;
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::{Request, Response, Status};
+
+use super::convert::{ident, job_id};
+use super::{invalid, store_status};
+use crate::actors::Core;
+use crate::failure::{self, FailureKind};
+use crate::proto::worker_service_server::WorkerService;
+use crate::proto::*;
+use crate::store::jobs::{self, FailOutcome, SubmitOutcome, Submission};
+use crate::store::records::FailureRecord;
+use crate::wire;
+
+/// Most jobs one stream may hold at once.
+const MAX_IN_FLIGHT: u32 = 64;
+/// Most job ids in one heartbeat.
+const MAX_HEARTBEAT_JOBS: usize = 10_000;
+/// Longest failure_reason accepted on the wire (stored capped at 512 bytes).
+const MAX_REASON_WIRE_BYTES: usize = 64 * 1024;
+
+pub struct WorkerApi {
+    core: Core,
+}
+
+impl WorkerApi {
+    pub fn new(core: Core) -> Self {
+        Self { core }
+    }
+}
+
+type Stream_<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;
+
+#[tonic::async_trait]
+impl WorkerService for WorkerApi {
+    type PollJobsStream = Stream_<JobPayload>;
+    type ReadBlobStream = Stream_<BlobChunk>;
+
+    async fn poll_jobs(&self, req: Request<PollJobsRequest>) -> Result<Response<Self::PollJobsStream>, Status> {
+        let r = req.into_inner();
+        let worker_id = ident("worker_id", &r.worker_id)?;
+        if r.formats.is_empty() {
+            return Err(invalid("formats", "declare at least one format"));
+        }
+        let known = self.core.config.known_formats();
+        for (i, f) in r.formats.iter().enumerate() {
+            if !known.contains(f) {
+                return Err(invalid(&format!("formats[{i}]"), format!("unknown format {f:?} (known: {})", known.iter().cloned().collect::<Vec<_>>().join(", "))));
+            }
+        }
+        if r.max_in_flight > MAX_IN_FLIGHT {
+            return Err(invalid("max_in_flight", format!("at most {MAX_IN_FLIGHT}")));
+        }
+        let max_in_flight = r.max_in_flight.max(1) as usize;
+        // Room for every job the stream may hold: a send never waits on a slow reader.
+        let (tx, rx) = tokio::sync::mpsc::channel(max_in_flight);
+        let mut formats = r.formats;
+        formats.sort();
+        formats.dedup();
+        self.core.queue.register(worker_id, formats, max_in_flight, tx).await?;
+        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
+    }
+
+    async fn submit_ingestion_result(&self, req: Request<IngestionResult>) -> Result<Response<SubmitResponse>, Status> {
+        let r = req.into_inner();
+        let id = job_id("job_id", &r.job_id)?;
+        let worker = ident("worker_id", &r.worker_id)?;
+        if r.attempt == 0 {
+            return Err(invalid("attempt", "required: the lease number from the JobPayload"));
+        }
+        let leases = &self.core.leases;
+        if !r.success {
+            if r.failure_reason.len() > MAX_REASON_WIRE_BYTES {
+                return Err(invalid("failure_reason", format!("{} bytes is over the limit of {MAX_REASON_WIRE_BYTES}", r.failure_reason.len())));
+            }
+            let (kind, _) = failure::split_reason(&r.failure_reason);
+            let permanent = match kind {
+                Some(k) => leases.policy().is_permanent(k),
+                None => r.permanent,
+            };
+            let failure = FailureRecord {
+                kind: kind.unwrap_or(FailureKind::Transient).as_str().into(),
+                permanent,
+                reason: failure::truncate_utf8(&r.failure_reason, failure::MAX_REASON_BYTES).to_string(),
+                worker_id: worker.clone(),
+                ..Default::default()
+            };
+            let outcome = leases.fail(id, Some(worker), r.attempt, failure).await.map_err(store_status)?;
+            return Ok(Response::new(match outcome {
+                FailOutcome::NotCurrent(reason) => SubmitResponse { accepted: false, reason, ..Default::default() },
+                _ => SubmitResponse { accepted: true, ..Default::default() },
+            }));
+        }
+        let envelope = match wire::parse_envelope(&r.result_json) {
+            Ok(e) => e,
+            Err(reason) => {
+                // Malformed: the attempt fails as `protocol` (if it is current), nothing is applied.
+                let kind = FailureKind::Protocol;
+                let failure = FailureRecord {
+                    kind: kind.as_str().into(),
+                    permanent: leases.policy().is_permanent(kind),
+                    reason: failure::reason(kind, &reason),
+                    worker_id: worker.clone(),
+                    ..Default::default()
+                };
+                let outcome = leases.fail(id, Some(worker), r.attempt, failure).await.map_err(store_status)?;
+                let reason = match outcome {
+                    FailOutcome::NotCurrent(fenced) => fenced,
+                    _ => reason,
+                };
+                return Ok(Response::new(SubmitResponse { accepted: false, reason, ..Default::default() }));
+            }
+        };
+        let sub = Submission {
+            job_id: id,
+            worker_id: worker,
+            attempt: r.attempt,
+            seq: envelope.seq,
+            partial: envelope.partial,
+            node_ids: envelope.node_ids,
+            result_json: r.result_json,
+        };
+        let outcome = leases.submit(sub).await.map_err(store_status)?;
+        Ok(Response::new(match outcome {
+            SubmitOutcome::Accepted { node_ids, lease_deadline, .. } => SubmitResponse { accepted: true, node_ids, lease_deadline, reason: String::new() },
+            SubmitOutcome::Rejected(reason) => SubmitResponse { accepted: false, reason, ..Default::default() },
+            SubmitOutcome::Protocol { reason, .. } => SubmitResponse { accepted: false, reason: failure::reason(FailureKind::Protocol, &reason), ..Default::default() },
+        }))
+    }
+
+    async fn heartbeat(&self, req: Request<HeartbeatRequest>) -> Result<Response<HeartbeatResponse>, Status> {
+        let r = req.into_inner();
+        let worker = ident("worker_id", &r.worker_id)?;
+        if r.job_ids.len() + r.leases.len() > MAX_HEARTBEAT_JOBS {
+            return Err(invalid("job_ids", format!("at most {MAX_HEARTBEAT_JOBS} jobs per heartbeat")));
+        }
+        let mut items: Vec<(u64, Option<u64>)> = Vec::with_capacity(r.job_ids.len() + r.leases.len());
+        for (i, l) in r.leases.iter().enumerate() {
+            items.push((job_id(&format!("leases[{i}].job_id"), &l.job_id)?, Some(l.attempt)));
+        }
+        for (i, s) in r.job_ids.iter().enumerate() {
+            let id = job_id(&format!("job_ids[{i}]"), s)?;
+            if !items.iter().any(|(j, _)| *j == id) {
+                items.push((id, None));
+            }
+        }
+        let (extended, deadline) = self.core.leases.heartbeat(worker, items).await.map_err(store_status)?;
+        Ok(Response::new(HeartbeatResponse { job_ids: extended.iter().map(u64::to_string).collect(), lease_deadline: deadline }))
+    }
+
+    async fn read_blob(&self, req: Request<ReadBlobRequest>) -> Result<Response<Self::ReadBlobStream>, Status> {
+        let r = req.into_inner();
+        let id = job_id("job_id", &r.job_id)?;
+        let worker = ident("worker_id", &r.worker_id)?;
+        let view = jobs::get(&self.core.store.read().map_err(store_status)?, id).map_err(store_status)?;
+        let lease_ok = view.as_ref().and_then(|v| v.lease.as_ref()).is_some_and(|l| l.worker_id == worker && l.attempt == r.attempt);
+        let Some(view) = view.filter(|_| lease_ok) else {
+            return Err(Status::permission_denied(format!("worker {worker} does not hold lease {} of job {id}", r.attempt)));
+        };
+        let path = self.core.store.blob_path(&view.job.blob).ok_or_else(|| Status::failed_precondition(format!("job {id} has no content blob")))?;
+        let mut file = tokio::fs::File::open(&path).await.map_err(|e| Status::internal(format!("blob of job {id}: {e}")))?;
+        let (tx, rx) = tokio::sync::mpsc::channel(4);
+        tokio::spawn(async move {
+            let mut buf = vec![0u8; 1 << 20];
+            loop {
+                match file.read(&mut buf).await {
+                    Ok(0) => return,
+                    Ok(n) => {
+                        if tx.send(Ok(BlobChunk { data: buf[..n].to_vec() })).await.is_err() {
+                            return;
+                        }
+                    }
+                    Err(e) => {
+                        let _ = tx.send(Err(Status::internal(format!("reading blob: {e}")))).await;
+                        return;
+                    }
+                }
+            }
+        });
+        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
+    }
+}

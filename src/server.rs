@@ -1,0 +1,109 @@
+//! `telha serve`: opens the core, serves gRPC (workers, clients, health,
+//! reflection) until the shutdown future resolves, then stops in order.
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::Path;
+
+use tokio::net::TcpListener;
+use tokio_stream::wrappers::TcpListenerStream;
+use tonic::service::interceptor::InterceptedService;
+use tonic::transport::Server;
+
+use crate::actors::Core;
+use crate::config::Config;
+use crate::proto::ingest_service_server::IngestServiceServer;
+use crate::proto::worker_service_server::WorkerServiceServer;
+use crate::rpc::auth::{load_or_create_token, Auth};
+use crate::rpc::ingest::IngestApi;
+use crate::rpc::worker::WorkerApi;
+use crate::wire::MAX_SUBMISSION_BYTES;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error("cannot listen on {addr}: {source}")]
+    Bind { addr: String, source: std::io::Error },
+    #[error("token file {path}: {source}")]
+    Token { path: String, source: std::io::Error },
+    #[error(transparent)]
+    Core(#[from] crate::actors::CoreError),
+    #[error("gRPC server: {0}")]
+    Transport(#[from] tonic::transport::Error),
+    #[error("i/o: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("reflection: {0}")]
+    Reflection(#[from] tonic_reflection::server::Error),
+}
+
+/// A running server's address, known once it is bound.
+pub struct Bound {
+    pub addr: SocketAddr,
+}
+
+/// Runs the server until `shutdown` resolves. `on_bound` is told the address once
+/// listening (tests use port 0).
+pub async fn serve(config: Config, shutdown: impl Future<Output = ()> + Send + 'static, on_bound: impl FnOnce(Bound) + Send) -> Result<(), ServeError> {
+    let data_dir = config.server.data_dir.clone();
+    std::fs::create_dir_all(&data_dir)?;
+    let token_path = config.server.token_path();
+    let token = load_or_create_token(&token_path).map_err(|source| ServeError::Token { path: token_path.display().to_string(), source })?;
+    let listener = TcpListener::bind(&config.server.listen).await.map_err(|source| ServeError::Bind { addr: config.server.listen.clone(), source })?;
+    let addr = listener.local_addr()?;
+    let addr_file = config.server.addr_file();
+
+    let core = Core::start(config).await?;
+    let auth = Auth::new(&token);
+
+    let (health, health_service) = tonic_health::server::health_reporter();
+    health.set_serving::<WorkerServiceServer<WorkerApi>>().await;
+    health.set_serving::<IngestServiceServer<IngestApi>>().await;
+    let reflection_v1 = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(crate::proto::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .build_v1()?;
+    let reflection_v1alpha = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(crate::proto::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .build_v1alpha()?;
+
+    let worker = WorkerServiceServer::new(WorkerApi::new(core.clone()))
+        .max_decoding_message_size(MAX_SUBMISSION_BYTES + 64 * 1024)
+        .max_encoding_message_size(4 << 20);
+    let ingest = IngestServiceServer::new(IngestApi::new(core.clone())).max_decoding_message_size(8 << 20);
+
+    write_atomically(&addr_file, addr.to_string().as_bytes())?;
+    tracing::info!(%addr, data_dir = %data_dir.display(), token_file = %token_path.display(), "telha serving");
+    on_bound(Bound { addr });
+
+    Server::builder()
+        .http2_keepalive_interval(Some(std::time::Duration::from_secs(20)))
+        .tcp_nodelay(true)
+        .add_service(health_service)
+        .add_service(reflection_v1)
+        .add_service(reflection_v1alpha)
+        .add_service(InterceptedService::new(worker, auth.clone()))
+        .add_service(InterceptedService::new(ingest, auth))
+        .serve_with_incoming_shutdown(TcpListenerStream::new(listener), shutdown)
+        .await?;
+    let _ = std::fs::remove_file(&addr_file);
+    tracing::info!("telha stopped");
+    Ok(())
+}
+
+fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, bytes)?;
+    std::fs::rename(&tmp, path)
+}
+
+/// Resolves on SIGTERM or SIGINT.
+pub async fn shutdown_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
+        tracing::error!("cannot install signal handlers; stop with SIGKILL");
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = term.recv() => tracing::info!("SIGTERM: shutting down"),
+        _ = int.recv() => tracing::info!("SIGINT: shutting down"),
+    }
+}

@@ -1,0 +1,621 @@
+//! Job operations inside one write transaction, and reads from a snapshot.
+//!
+//! Every operation checks before it writes, so a logical refusal (a fenced
+//! submission, a job in the wrong state) writes nothing. Every record write goes
+//! through [`save`], which keeps the secondary tables (ready index, leases,
+//! retry schedule, dead letters, queue depth counts) consistent with the state.
+use prost::Message;
+use redb::{ReadTransaction, ReadableTable, WriteTransaction};
+
+use super::records::{FailureRecord, JobRecord, LeaseRecord, SubmissionRecord};
+use super::state::{backoff_ms, transition, Event, JobState, TransitionError};
+use super::tables::*;
+use super::{StoreError, Tx};
+use crate::failure::FailureKind;
+
+pub fn create_tables(txn: &WriteTransaction) -> Result<(), StoreError> {
+    txn.open_table(JOBS)?;
+    txn.open_table(READY)?;
+    txn.open_table(LEASES)?;
+    txn.open_table(FAILURES)?;
+    txn.open_table(DEAD)?;
+    txn.open_table(RETRYING)?;
+    txn.open_table(COUNTS)?;
+    txn.open_table(META)?;
+    txn.open_table(SUBMISSIONS)?;
+    Ok(())
+}
+
+/// What a client asks to enqueue (already validated).
+#[derive(Debug, Clone, Default)]
+pub struct NewJob {
+    pub tenant: String,
+    pub organization: String,
+    pub format: String,
+    pub name: String,
+    pub options_json: String,
+    pub url: String,
+    pub blob: String,
+    pub size: u64,
+}
+
+/// Retry and permanence policy, from `[jobs]` and `[failures]`.
+#[derive(Debug, Clone)]
+pub struct Policy {
+    pub max_attempts: u32,
+    pub backoff_base_ms: u64,
+    pub backoff_max_ms: u64,
+    pub lease_us: i64,
+    pub permanent: Vec<FailureKind>,
+}
+
+impl Policy {
+    pub fn from_config(c: &crate::config::Config) -> Self {
+        Self {
+            max_attempts: c.jobs.max_attempts,
+            backoff_base_ms: c.jobs.backoff_base_ms,
+            backoff_max_ms: c.jobs.backoff_max_ms,
+            lease_us: crate::time::us(c.jobs.lease()),
+            permanent: FailureKind::ALL.into_iter().filter(|k| c.is_permanent(*k)).collect(),
+        }
+    }
+    pub fn is_permanent(&self, kind: FailureKind) -> bool {
+        self.permanent.contains(&kind)
+    }
+}
+
+/// A client-facing refusal.
+#[derive(Debug, thiserror::Error)]
+pub enum JobError {
+    #[error("no job {0}")]
+    NotFound(u64),
+    #[error(transparent)]
+    Transition(#[from] TransitionError),
+}
+
+// ---------------------------------------------------------------------------
+// record plumbing
+// ---------------------------------------------------------------------------
+
+pub fn state_of(rec: &JobRecord) -> Result<JobState, StoreError> {
+    u8::try_from(rec.state)
+        .ok()
+        .and_then(JobState::from_code)
+        .ok_or_else(|| StoreError::Corrupt(format!("job {} has state code {}", rec.id, rec.state)))
+}
+
+fn load(txn: &WriteTransaction, id: u64) -> Result<Option<JobRecord>, StoreError> {
+    let t = txn.open_table(JOBS)?;
+    let bytes = t.get(id)?.map(|g| g.value().to_vec());
+    Ok(match bytes {
+        Some(b) => Some(JobRecord::decode(b.as_slice())?),
+        None => None,
+    })
+}
+
+fn load_lease(txn: &WriteTransaction, id: u64) -> Result<Option<LeaseRecord>, StoreError> {
+    let t = txn.open_table(LEASES)?;
+    let bytes = t.get(id)?.map(|g| g.value().to_vec());
+    Ok(match bytes {
+        Some(b) => Some(LeaseRecord::decode(b.as_slice())?),
+        None => None,
+    })
+}
+
+fn next_counter(txn: &WriteTransaction, name: &str) -> Result<u64, StoreError> {
+    let mut t = txn.open_table(META)?;
+    let next = t.get(name)?.map(|g| g.value()).unwrap_or(1);
+    t.insert(name, next + 1)?;
+    Ok(next)
+}
+
+/// Writes `rec` (whose state may have changed from `old`) and every index that
+/// follows from its state.
+fn save(tx: &mut Tx<'_>, old: Option<JobState>, rec: &JobRecord, now: i64) -> Result<(), StoreError> {
+    let new = state_of(rec)?;
+    let txn = tx.txn;
+    txn.open_table(JOBS)?.insert(rec.id, rec.encode_to_vec().as_slice())?;
+    tx.touched(rec.id);
+    if old == Some(new) {
+        return Ok(());
+    }
+    let fmt = rec.format.as_str();
+    {
+        let mut counts = txn.open_table(COUNTS)?;
+        if let Some(old) = old {
+            let n = counts.get((fmt, old.code()))?.map(|g| g.value()).unwrap_or(0);
+            if n <= 1 {
+                counts.remove((fmt, old.code()))?;
+            } else {
+                counts.insert((fmt, old.code()), n - 1)?;
+            }
+        }
+        let n = counts.get((fmt, new.code()))?.map(|g| g.value()).unwrap_or(0);
+        counts.insert((fmt, new.code()), n + 1)?;
+    }
+    let key = (fmt, rec.tenant.as_str(), rec.id);
+    match (old, new) {
+        (Some(JobState::Queued), _) => {
+            txn.open_table(READY)?.remove(key)?;
+        }
+        (Some(JobState::Leased), _) => {
+            txn.open_table(LEASES)?.remove(rec.id)?;
+        }
+        (Some(JobState::Retrying), _) => {
+            txn.open_table(RETRYING)?.remove(rec.id)?;
+        }
+        (Some(JobState::Dead), _) => {
+            txn.open_table(DEAD)?.remove(rec.id)?;
+        }
+        _ => {}
+    }
+    match new {
+        JobState::Queued => {
+            txn.open_table(READY)?.insert(key, ())?;
+        }
+        JobState::Retrying => {
+            txn.open_table(RETRYING)?.insert(rec.id, rec.next_attempt_at)?;
+        }
+        JobState::Dead => {
+            txn.open_table(DEAD)?.insert(rec.id, now)?;
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// Deletes the stored partial submissions of lease `attempt` of job `id` (reclaim).
+fn drop_submissions(txn: &WriteTransaction, id: u64, attempt: u64) -> Result<(), StoreError> {
+    let mut t = txn.open_table(SUBMISSIONS)?;
+    t.retain_in((id, attempt, 0)..=(id, attempt, u32::MAX), |_, _| false)?;
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// operations
+// ---------------------------------------------------------------------------
+
+pub fn insert(tx: &mut Tx<'_>, new: NewJob, now: i64) -> Result<JobRecord, StoreError> {
+    let id = next_counter(tx.txn, "next_job_id")?;
+    let rec = JobRecord {
+        id,
+        tenant: new.tenant,
+        organization: new.organization,
+        format: new.format,
+        name: new.name,
+        options_json: new.options_json,
+        url: new.url,
+        blob: new.blob,
+        size: new.size,
+        state: u32::from(JobState::Queued.code()),
+        created_at: now,
+        updated_at: now,
+        ..Default::default()
+    };
+    save(tx, None, &rec, now)?;
+    Ok(rec)
+}
+
+/// A granted lease: the job and its new lease.
+#[derive(Debug, Clone)]
+pub struct Granted {
+    pub job: JobRecord,
+    pub lease: LeaseRecord,
+}
+
+/// Leases job `id` to `worker`, if it is still queued (it may have been cancelled
+/// since the queue actor picked it).
+pub fn lease(tx: &mut Tx<'_>, id: u64, worker: &str, policy: &Policy, now: i64) -> Result<Option<Granted>, StoreError> {
+    let Some(mut rec) = load(tx.txn, id)? else { return Ok(None) };
+    let old = state_of(&rec)?;
+    let Ok(next) = transition(old, Event::Lease) else { return Ok(None) };
+    rec.state = u32::from(next.code());
+    rec.lease_seq += 1;
+    rec.updated_at = now;
+    let lease = LeaseRecord { worker_id: worker.to_string(), attempt: rec.lease_seq, deadline: now + policy.lease_us, granted_at: now };
+    tx.txn.open_table(LEASES)?.insert(id, lease.encode_to_vec().as_slice())?;
+    save(tx, Some(old), &rec, now)?;
+    Ok(Some(Granted { job: rec, lease }))
+}
+
+/// Extends the leases that `worker` holds among `items` (job id, optional lease
+/// number); returns the extended job ids and the new deadline.
+pub fn heartbeat(tx: &mut Tx<'_>, worker: &str, items: &[(u64, Option<u64>)], policy: &Policy, now: i64) -> Result<(Vec<u64>, i64), StoreError> {
+    let deadline = now + policy.lease_us;
+    let mut extended = Vec::new();
+    let mut t = tx.txn.open_table(LEASES)?;
+    for &(id, attempt) in items {
+        let current = t.get(id)?.map(|g| g.value().to_vec());
+        let Some(bytes) = current else { continue };
+        let mut lease = LeaseRecord::decode(bytes.as_slice())?;
+        if lease.worker_id != worker || attempt.is_some_and(|a| a != lease.attempt) {
+            continue;
+        }
+        lease.deadline = lease.deadline.max(deadline);
+        t.insert(id, lease.encode_to_vec().as_slice())?;
+        extended.push(id);
+    }
+    Ok((extended, deadline))
+}
+
+/// Why a submission or heartbeat does not apply to the current lease.
+fn fence(txn: &WriteTransaction, id: u64, worker: Option<&str>, attempt: u64) -> Result<Result<(JobRecord, LeaseRecord), String>, StoreError> {
+    let Some(rec) = load(txn, id)? else { return Ok(Err(format!("no job {id}"))) };
+    let state = state_of(&rec)?;
+    if state != JobState::Leased {
+        return Ok(Err(format!("job {id} is {}, not leased", state.as_str())));
+    }
+    let Some(lease) = load_lease(txn, id)? else { return Ok(Err(format!("job {id} has no lease"))) };
+    if lease.attempt != attempt {
+        return Ok(Err(format!("lease {attempt} of job {id} is not current (current: {})", lease.attempt)));
+    }
+    if let Some(w) = worker {
+        if lease.worker_id != w {
+            return Ok(Err(format!("job {id} is leased to another worker")));
+        }
+    }
+    Ok(Ok((rec, lease)))
+}
+
+/// A submission, parsed just enough to route it.
+#[derive(Debug, Clone)]
+pub struct Submission {
+    pub job_id: u64,
+    pub worker_id: String,
+    pub attempt: u64,
+    pub seq: u32,
+    pub partial: bool,
+    /// One entry per node: the worker's deterministic id, if it gave one.
+    pub node_ids: Vec<Option<String>>,
+    pub result_json: Vec<u8>,
+}
+
+#[derive(Debug)]
+pub enum SubmitOutcome {
+    /// Stored. `finished` when this was the final submission.
+    Accepted { node_ids: Vec<String>, finished: bool, lease_deadline: i64 },
+    /// Not applied: fenced, or for a job that is not leased. Nothing changed.
+    Rejected(String),
+    /// Malformed in context (a gap in `seq`, a changed re-send): the attempt failed as `protocol`.
+    Protocol { reason: String, failed: FailOutcome },
+}
+
+pub fn submit(tx: &mut Tx<'_>, s: Submission, policy: &Policy, now: i64) -> Result<SubmitOutcome, StoreError> {
+    let key = (s.job_id, s.attempt, s.seq);
+    let earlier = tx.txn.open_table(SUBMISSIONS)?.get(key)?.map(|g| g.value().to_vec());
+    if let Some(bytes) = earlier {
+        // A re-send (the worker did not see our reply): same bytes → same answer.
+        let stored = SubmissionRecord::decode(bytes.as_slice())?;
+        let rec = load(tx.txn, s.job_id)?;
+        let same_lease = rec.as_ref().is_some_and(|r| r.lease_seq == s.attempt);
+        if stored.result_json == s.result_json && same_lease {
+            let deadline = load_lease(tx.txn, s.job_id)?.map(|l| l.deadline).unwrap_or(0);
+            return Ok(SubmitOutcome::Accepted { node_ids: stored.node_ids, finished: !stored.partial, lease_deadline: deadline });
+        }
+    }
+    let (mut rec, mut lease) = match fence(tx.txn, s.job_id, Some(&s.worker_id), s.attempt)? {
+        Ok(v) => v,
+        Err(reason) => return Ok(SubmitOutcome::Rejected(reason)),
+    };
+    let expected = {
+        let t = tx.txn.open_table(SUBMISSIONS)?;
+        t.range((s.job_id, s.attempt, 0)..=(s.job_id, s.attempt, u32::MAX))?.count() as u32
+    };
+    if s.seq != expected {
+        let reason = if s.seq < expected {
+            format!("seq {} was already submitted with different bytes", s.seq)
+        } else {
+            format!("seq {} leaves a gap: the next expected seq is {expected}", s.seq)
+        };
+        let failure = FailureRecord {
+            kind: FailureKind::Protocol.as_str().into(),
+            reason: crate::failure::reason(FailureKind::Protocol, &reason),
+            worker_id: s.worker_id.clone(),
+            ..Default::default()
+        };
+        let failed = fail(tx, s.job_id, Some(&s.worker_id), s.attempt, failure, policy, now)?;
+        return Ok(SubmitOutcome::Protocol { reason, failed });
+    }
+    let mut node_ids = Vec::with_capacity(s.node_ids.len());
+    for given in &s.node_ids {
+        node_ids.push(match given {
+            Some(id) => id.clone(),
+            None => format!("n{}", next_counter(tx.txn, "next_node_id")?),
+        });
+    }
+    let stored = SubmissionRecord { result_json: s.result_json, node_ids: node_ids.clone(), partial: s.partial };
+    tx.txn.open_table(SUBMISSIONS)?.insert(key, stored.encode_to_vec().as_slice())?;
+    let old = JobState::Leased;
+    if s.partial {
+        // A partial is a sign of life: it extends the lease like a heartbeat.
+        lease.deadline = lease.deadline.max(now + policy.lease_us);
+        tx.txn.open_table(LEASES)?.insert(s.job_id, lease.encode_to_vec().as_slice())?;
+        rec.updated_at = now;
+        save(tx, Some(old), &rec, now)?;
+        return Ok(SubmitOutcome::Accepted { node_ids, finished: false, lease_deadline: lease.deadline });
+    }
+    let mut hasher = blake3::Hasher::new();
+    let mut nodes = 0u32;
+    {
+        let t = tx.txn.open_table(SUBMISSIONS)?;
+        for entry in t.range((s.job_id, s.attempt, 0)..=(s.job_id, s.attempt, u32::MAX))? {
+            let (_, v) = entry?;
+            let sub = SubmissionRecord::decode(v.value())?;
+            hasher.update(&sub.result_json);
+            nodes = nodes.saturating_add(u32::try_from(sub.node_ids.len()).unwrap_or(u32::MAX));
+        }
+    }
+    rec.state = u32::from(transition(old, Event::Succeed).map_err(|e| StoreError::Corrupt(e.to_string()))?.code());
+    rec.submission_hash = hasher.finalize().to_hex().to_string();
+    rec.node_count = nodes;
+    rec.updated_at = now;
+    rec.next_attempt_at = 0;
+    save(tx, Some(old), &rec, now)?;
+    Ok(SubmitOutcome::Accepted { node_ids, finished: true, lease_deadline: 0 })
+}
+
+#[derive(Debug, Clone)]
+pub enum FailOutcome {
+    /// The lease named is not current: nothing changed.
+    NotCurrent(String),
+    /// Back in the queue at `due` (µs).
+    Retrying { due: i64, worker: String },
+    /// Dead-lettered.
+    Dead { worker: String },
+}
+
+/// Fails lease `attempt` of job `id`. `worker` (when given) must be the holder;
+/// the supervisor and lease expiry pass `None` and fence on the attempt alone.
+pub fn fail(tx: &mut Tx<'_>, id: u64, worker: Option<&str>, attempt: u64, mut failure: FailureRecord, policy: &Policy, now: i64) -> Result<FailOutcome, StoreError> {
+    let (mut rec, lease) = match fence(tx.txn, id, worker, attempt)? {
+        Ok(v) => v,
+        Err(reason) => return Ok(FailOutcome::NotCurrent(reason)),
+    };
+    rec.attempts = rec.attempts.saturating_add(1);
+    failure.attempt = attempt;
+    failure.at = now;
+    if failure.worker_id.is_empty() {
+        failure.worker_id = lease.worker_id.clone();
+    }
+    let event = Event::Fail { permanent: failure.permanent, attempts: rec.attempts, max_attempts: policy.max_attempts };
+    let next = transition(JobState::Leased, event).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+    tx.txn.open_table(FAILURES)?.insert((id, attempt), failure.encode_to_vec().as_slice())?;
+    drop_submissions(tx.txn, id, attempt)?;
+    rec.state = u32::from(next.code());
+    rec.updated_at = now;
+    let outcome = if next == JobState::Retrying {
+        let delay = backoff_ms(rec.attempts, policy.backoff_base_ms, policy.backoff_max_ms, fastrand::f64());
+        rec.next_attempt_at = now + i64::try_from(delay).unwrap_or(i64::MAX / 2) * 1000;
+        FailOutcome::Retrying { due: rec.next_attempt_at, worker: lease.worker_id }
+    } else {
+        rec.next_attempt_at = 0;
+        FailOutcome::Dead { worker: lease.worker_id }
+    };
+    save(tx, Some(JobState::Leased), &rec, now)?;
+    Ok(outcome)
+}
+
+#[derive(Debug, Clone)]
+pub enum ExpireOutcome {
+    NotCurrent,
+    /// A heartbeat moved the deadline: check again then.
+    Extended(i64),
+    Failed(FailOutcome),
+}
+
+pub fn expire(tx: &mut Tx<'_>, id: u64, attempt: u64, policy: &Policy, now: i64) -> Result<ExpireOutcome, StoreError> {
+    let Some(lease) = load_lease(tx.txn, id)? else { return Ok(ExpireOutcome::NotCurrent) };
+    if lease.attempt != attempt {
+        return Ok(ExpireOutcome::NotCurrent);
+    }
+    if lease.deadline > now {
+        return Ok(ExpireOutcome::Extended(lease.deadline));
+    }
+    let kind = FailureKind::LeaseExpired;
+    let failure = FailureRecord {
+        kind: kind.as_str().into(),
+        permanent: policy.is_permanent(kind),
+        reason: crate::failure::reason(kind, &format!("no heartbeat from {} within the lease", lease.worker_id)),
+        ..Default::default()
+    };
+    Ok(ExpireOutcome::Failed(fail(tx, id, None, attempt, failure, policy, now)?))
+}
+
+/// Moves a retrying job whose backoff ran out back to the queue.
+pub fn due(tx: &mut Tx<'_>, id: u64, now: i64) -> Result<Option<JobRecord>, StoreError> {
+    let Some(mut rec) = load(tx.txn, id)? else { return Ok(None) };
+    let old = state_of(&rec)?;
+    if old != JobState::Retrying || rec.next_attempt_at > now {
+        return Ok(None);
+    }
+    rec.state = u32::from(JobState::Queued.code());
+    rec.next_attempt_at = 0;
+    rec.updated_at = now;
+    save(tx, Some(old), &rec, now)?;
+    Ok(Some(rec))
+}
+
+/// Gives a lease back without charging an attempt (drain, restart). Returns the
+/// queued job, or None when the lease was not current.
+pub fn release(tx: &mut Tx<'_>, id: u64, attempt: Option<u64>, now: i64) -> Result<Option<JobRecord>, StoreError> {
+    let Some(lease) = load_lease(tx.txn, id)? else { return Ok(None) };
+    if attempt.is_some_and(|a| a != lease.attempt) {
+        return Ok(None);
+    }
+    let Some(mut rec) = load(tx.txn, id)? else { return Ok(None) };
+    let old = state_of(&rec)?;
+    let Ok(next) = transition(old, Event::Release) else { return Ok(None) };
+    drop_submissions(tx.txn, id, lease.attempt)?;
+    rec.state = u32::from(next.code());
+    rec.updated_at = now;
+    save(tx, Some(old), &rec, now)?;
+    Ok(Some(rec))
+}
+
+/// Releases every lease (start-up: the processes that held them died with the old run).
+pub fn release_all(tx: &mut Tx<'_>, now: i64) -> Result<Vec<u64>, StoreError> {
+    let ids: Vec<u64> = {
+        let t = tx.txn.open_table(LEASES)?;
+        t.iter()?.map(|e| e.map(|(k, _)| k.value())).collect::<Result<_, _>>()?
+    };
+    let mut released = Vec::with_capacity(ids.len());
+    for id in ids {
+        if release(tx, id, None, now)?.is_some() {
+            released.push(id);
+        }
+    }
+    Ok(released)
+}
+
+/// The state a job left when cancelled, and who held it.
+#[derive(Debug, Clone)]
+pub struct Cancelled {
+    pub job: JobRecord,
+    pub previous: JobState,
+    pub worker: Option<String>,
+}
+
+pub fn cancel(tx: &mut Tx<'_>, id: u64, tenant: Option<&str>, now: i64) -> Result<Result<Cancelled, JobError>, StoreError> {
+    let Some(mut rec) = load(tx.txn, id)? else { return Ok(Err(JobError::NotFound(id))) };
+    if tenant.is_some_and(|t| t != rec.tenant) {
+        return Ok(Err(JobError::NotFound(id)));
+    }
+    let old = state_of(&rec)?;
+    let next = match transition(old, Event::Cancel) {
+        Ok(n) => n,
+        Err(e) => return Ok(Err(e.into())),
+    };
+    let lease = load_lease(tx.txn, id)?;
+    if let Some(l) = &lease {
+        drop_submissions(tx.txn, id, l.attempt)?;
+    }
+    rec.state = u32::from(next.code());
+    rec.next_attempt_at = 0;
+    rec.updated_at = now;
+    save(tx, Some(old), &rec, now)?;
+    Ok(Ok(Cancelled { job: rec, previous: old, worker: lease.map(|l| l.worker_id) }))
+}
+
+/// Moves a dead (or cancelled) job back to the queue with a fresh attempt budget;
+/// its failure history stays.
+pub fn retry(tx: &mut Tx<'_>, id: u64, tenant: Option<&str>, now: i64) -> Result<Result<JobRecord, JobError>, StoreError> {
+    let Some(mut rec) = load(tx.txn, id)? else { return Ok(Err(JobError::NotFound(id))) };
+    if tenant.is_some_and(|t| t != rec.tenant) {
+        return Ok(Err(JobError::NotFound(id)));
+    }
+    let old = state_of(&rec)?;
+    let next = match transition(old, Event::Retry) {
+        Ok(n) => n,
+        Err(e) => return Ok(Err(e.into())),
+    };
+    rec.state = u32::from(next.code());
+    rec.attempts = 0;
+    rec.updated_at = now;
+    save(tx, Some(old), &rec, now)?;
+    Ok(Ok(rec))
+}
+
+// ---------------------------------------------------------------------------
+// reads
+// ---------------------------------------------------------------------------
+
+/// A job with its lease and failure history, as read from one snapshot.
+#[derive(Debug, Clone)]
+pub struct JobView {
+    pub job: JobRecord,
+    pub lease: Option<LeaseRecord>,
+    pub failures: Vec<FailureRecord>,
+}
+
+pub fn get(txn: &ReadTransaction, id: u64) -> Result<Option<JobView>, StoreError> {
+    let jobs = txn.open_table(JOBS)?;
+    let Some(bytes) = jobs.get(id)? else { return Ok(None) };
+    let job = JobRecord::decode(bytes.value())?;
+    view(txn, job).map(Some)
+}
+
+fn view(txn: &ReadTransaction, job: JobRecord) -> Result<JobView, StoreError> {
+    let lease = match txn.open_table(LEASES)?.get(job.id)? {
+        Some(b) => Some(LeaseRecord::decode(b.value())?),
+        None => None,
+    };
+    let mut failures = Vec::new();
+    for entry in txn.open_table(FAILURES)?.range((job.id, 0)..=(job.id, u64::MAX))? {
+        let (_, v) = entry?;
+        failures.push(FailureRecord::decode(v.value())?);
+    }
+    Ok(JobView { job, lease, failures })
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct ListFilter {
+    pub state: Option<JobState>,
+    pub format: Option<String>,
+    pub tenant: Option<String>,
+}
+
+/// Jobs in id order after `after`, at most `limit`, and the id to continue after.
+pub fn list(txn: &ReadTransaction, filter: &ListFilter, after: u64, limit: usize) -> Result<(Vec<JobView>, Option<u64>), StoreError> {
+    let jobs = txn.open_table(JOBS)?;
+    let mut out = Vec::new();
+    for entry in jobs.range((after.saturating_add(1))..)? {
+        let (k, v) = entry?;
+        let job = JobRecord::decode(v.value())?;
+        if filter.state.is_some_and(|s| u32::from(s.code()) != job.state)
+            || filter.format.as_ref().is_some_and(|f| *f != job.format)
+            || filter.tenant.as_ref().is_some_and(|t| *t != job.tenant)
+        {
+            continue;
+        }
+        out.push(view(txn, job)?);
+        if out.len() >= limit {
+            return Ok((out, Some(k.value())));
+        }
+    }
+    Ok((out, None))
+}
+
+/// Queue depth: (format, state, count), for every pair with at least one job.
+pub fn depths(txn: &ReadTransaction) -> Result<Vec<(String, JobState, u64)>, StoreError> {
+    let mut out = Vec::new();
+    for entry in txn.open_table(COUNTS)?.iter()? {
+        let (k, v) = entry?;
+        let (fmt, code) = k.value();
+        if let Some(state) = JobState::from_code(code) {
+            out.push((fmt.to_string(), state, v.value()));
+        }
+    }
+    Ok(out)
+}
+
+/// Every queued job: (format, tenant, id), to rebuild the in-memory ready index.
+pub fn ready(txn: &ReadTransaction) -> Result<Vec<(String, String, u64)>, StoreError> {
+    let mut out = Vec::new();
+    for entry in txn.open_table(READY)?.iter()? {
+        let (k, _) = entry?;
+        let (f, t, id) = k.value();
+        out.push((f.to_string(), t.to_string(), id));
+    }
+    Ok(out)
+}
+
+/// Every retrying job and when it is due.
+pub fn retrying(txn: &ReadTransaction) -> Result<Vec<(u64, i64)>, StoreError> {
+    let mut out = Vec::new();
+    for entry in txn.open_table(RETRYING)?.iter()? {
+        let (k, v) = entry?;
+        out.push((k.value(), v.value()));
+    }
+    Ok(out)
+}
+
+/// Every lease: (job id, lease number, deadline).
+pub fn leases(txn: &ReadTransaction) -> Result<Vec<(u64, u64, i64)>, StoreError> {
+    let mut out = Vec::new();
+    for entry in txn.open_table(LEASES)?.iter()? {
+        let (k, v) = entry?;
+        let l = LeaseRecord::decode(v.value())?;
+        out.push((k.value(), l.attempt, l.deadline));
+    }
+    Ok(out)
+}

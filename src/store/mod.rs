@@ -1,0 +1,115 @@
+//! Durable state: the redb database (jobs, ready index, leases, failures, dead
+//! letters, submissions), content-addressed blobs, and the group-commit writer that
+//! every state change goes through.
+//!
+//! A state change is a closure run inside a write transaction on the writer thread
+//! ([`Store::write`]). Many changes share one durable commit; each caller's future
+//! resolves only after the commit that contains its change, so a reply always
+//! reports committed state.
+
+pub mod blobs;
+pub mod jobs;
+pub mod records;
+pub mod state;
+pub mod tables;
+mod writer;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use redb::{Database, ReadableDatabase};
+use tokio::sync::{broadcast, mpsc, oneshot};
+
+pub use blobs::BlobStore;
+pub use writer::Tx;
+
+/// Errors of the storage layer. Logical outcomes (a fenced submission, a job in the
+/// wrong state) are not errors here: they are values of the operation's result.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("storage: {0}")]
+    Redb(#[from] redb::Error),
+    #[error("blob i/o: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("stored record is corrupt: {0}")]
+    Corrupt(String),
+    #[error("the batch this change was part of was not committed: {0}")]
+    BatchAborted(String),
+    #[error("the store writer dropped the change (see the log)")]
+    WriterGone,
+}
+
+macro_rules! redb_error_from {
+    ($($t:ty),*) => {$(
+        impl From<$t> for StoreError {
+            fn from(e: $t) -> Self { Self::Redb(e.into()) }
+        }
+    )*};
+}
+redb_error_from!(redb::StorageError, redb::TableError, redb::TransactionError, redb::CommitError, redb::DatabaseError, redb::SetDurabilityError);
+
+impl From<prost::DecodeError> for StoreError {
+    fn from(e: prost::DecodeError) -> Self {
+        Self::Corrupt(e.to_string())
+    }
+}
+
+/// The store: cheap to clone, shared by the actors and the RPC handlers.
+#[derive(Clone)]
+pub struct Store {
+    db: Arc<Database>,
+    blobs: BlobStore,
+    /// Bounded: when the disk falls behind, callers wait here instead of queueing
+    /// unbounded work in memory.
+    ops: mpsc::Sender<writer::Op>,
+    /// Job ids whose record changed, published after each commit (for WatchJob).
+    changes: broadcast::Sender<u64>,
+}
+
+impl Store {
+    /// Opens (or creates) `<data_dir>/telha.redb` and the blob folder, and starts the writer thread.
+    pub fn open(data_dir: &Path, max_batch: usize) -> Result<Self, StoreError> {
+        std::fs::create_dir_all(data_dir)?;
+        let db = Arc::new(Database::create(data_dir.join("telha.redb"))?);
+        {
+            // Create every table up front so read transactions never meet a missing one.
+            let txn = db.begin_write()?;
+            jobs::create_tables(&txn)?;
+            txn.commit()?;
+        }
+        let blobs = BlobStore::open(&data_dir.join("blobs"))?;
+        let (changes, _) = broadcast::channel(4096);
+        let ops = writer::spawn(db.clone(), max_batch, changes.clone())?;
+        Ok(Self { db, blobs, ops, changes })
+    }
+
+    /// Runs `f` inside a write transaction shared with other concurrent changes, and
+    /// resolves after the durable commit. `f` must check before it writes: an `Err`
+    /// from `f` (storage failure) aborts the whole batch.
+    pub async fn write<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Tx<'_>) -> Result<T, StoreError> + Send + 'static,
+    {
+        let (reply, rx) = oneshot::channel();
+        self.ops.send(writer::op(f, reply)).await.map_err(|_| StoreError::WriterGone)?;
+        rx.await.map_err(|_| StoreError::WriterGone)?
+    }
+
+    /// A consistent snapshot for reads.
+    pub fn read(&self) -> Result<redb::ReadTransaction, StoreError> {
+        Ok(self.db.begin_read()?)
+    }
+
+    pub fn blobs(&self) -> &BlobStore {
+        &self.blobs
+    }
+
+    pub fn subscribe(&self) -> broadcast::Receiver<u64> {
+        self.changes.subscribe()
+    }
+
+    pub fn blob_path(&self, hash: &str) -> Option<PathBuf> {
+        self.blobs.path_of(hash)
+    }
+}

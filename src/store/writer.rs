@@ -1,0 +1,124 @@
+//! The group-commit writer: one dedicated thread owns every write transaction.
+//! It takes the first waiting change, then every change that queued up meanwhile
+//! (up to `max_batch`), applies them in one transaction and commits once, durably.
+//! Under load, many changes share each fsync; when idle, a lone change commits at once.
+use std::sync::Arc;
+
+use redb::{Database, Durability, WriteTransaction};
+use tokio::sync::{broadcast, mpsc, oneshot};
+
+use super::StoreError;
+
+/// A change's view of the shared transaction.
+pub struct Tx<'a> {
+    pub txn: &'a WriteTransaction,
+    changed: &'a mut Vec<u64>,
+}
+
+impl Tx<'_> {
+    /// Records that job `id` changed, so watchers hear of it after the commit.
+    pub fn touched(&mut self, id: u64) {
+        self.changed.push(id);
+    }
+}
+
+/// Called with the commit's outcome, after the commit.
+type Finish = Box<dyn FnOnce(Result<(), String>) + Send>;
+/// A change: applies itself, says whether storage failed, and leaves a finisher.
+pub(super) type Op = Box<dyn FnOnce(&mut Tx<'_>) -> (Option<String>, Finish) + Send>;
+
+pub(super) fn op<T, F>(f: F, reply: oneshot::Sender<Result<T, StoreError>>) -> Op
+where
+    T: Send + 'static,
+    F: FnOnce(&mut Tx<'_>) -> Result<T, StoreError> + Send + 'static,
+{
+    Box::new(move |tx| match f(tx) {
+        Ok(value) => (
+            None,
+            Box::new(move |commit: Result<(), String>| {
+                let _ = reply.send(commit.map(|()| value).map_err(StoreError::BatchAborted));
+            }),
+        ),
+        Err(e) => {
+            let msg = e.to_string();
+            (Some(msg), Box::new(move |_| {
+                let _ = reply.send(Err(e));
+            }))
+        }
+    })
+}
+
+pub(super) fn spawn(db: Arc<Database>, max_batch: usize, changes: broadcast::Sender<u64>) -> Result<mpsc::Sender<Op>, StoreError> {
+    let (tx, rx) = mpsc::channel::<Op>(max_batch.max(64) * 2);
+    std::thread::Builder::new()
+        .name("telha-store-writer".into())
+        .spawn(move || run(&db, rx, max_batch, &changes))?;
+    Ok(tx)
+}
+
+fn run(db: &Database, mut rx: mpsc::Receiver<Op>, max_batch: usize, changes: &broadcast::Sender<u64>) {
+    let mut batch: Vec<Op> = Vec::with_capacity(max_batch);
+    while let Some(first) = rx.blocking_recv() {
+        batch.push(first);
+        while batch.len() < max_batch {
+            match rx.try_recv() {
+                Ok(op) => batch.push(op),
+                Err(_) => break,
+            }
+        }
+        commit_batch(db, &mut batch, changes);
+    }
+    tracing::debug!("store writer stopped: every handle is gone");
+}
+
+fn commit_batch(db: &Database, batch: &mut Vec<Op>, changes: &broadcast::Sender<u64>) {
+    let n = batch.len();
+    let mut txn = match db.begin_write() {
+        Ok(t) => t,
+        Err(e) => return fail_all(batch, &e.to_string()),
+    };
+    if let Err(e) = txn.set_durability(Durability::Immediate) {
+        return fail_all(batch, &e.to_string());
+    }
+    let mut changed = Vec::new();
+    let mut finishers: Vec<Finish> = Vec::with_capacity(n);
+    let mut aborted: Option<String> = None;
+    // After a storage failure the remaining changes still run (into a transaction that
+    // will be aborted), so that each of them is answered with the abort's reason.
+    for op in batch.drain(..) {
+        let mut tx = Tx { txn: &txn, changed: &mut changed };
+        let (err, finish) = op(&mut tx);
+        if aborted.is_none() {
+            aborted = err;
+        }
+        finishers.push(finish);
+    }
+    let outcome = match aborted {
+        Some(reason) => {
+            tracing::error!(%reason, ops = n, "store batch aborted");
+            let _ = txn.abort();
+            Err(reason)
+        }
+        None => txn.commit().map_err(|e| {
+            tracing::error!(error = %e, ops = n, "store commit failed");
+            e.to_string()
+        }),
+    };
+    if outcome.is_ok() {
+        changed.sort_unstable();
+        changed.dedup();
+        for id in changed {
+            let _ = changes.send(id);
+        }
+    }
+    for finish in finishers {
+        finish(outcome.clone());
+    }
+}
+
+fn fail_all(batch: &mut Vec<Op>, reason: &str) {
+    tracing::error!(%reason, ops = batch.len(), "cannot begin a write transaction");
+    // Without a transaction the changes cannot run; dropping them drops their reply
+    // senders, and each caller gets `StoreError::WriterGone`.
+    batch.clear();
+}
