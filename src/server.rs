@@ -5,8 +5,8 @@ use std::net::SocketAddr;
 use std::path::Path;
 
 use tokio::net::TcpListener;
-use tokio_stream::wrappers::TcpListenerStream;
 use tonic::service::interceptor::InterceptedService;
+use tonic::transport::server::TcpIncoming;
 use tonic::transport::Server;
 
 use crate::actors::Core;
@@ -76,13 +76,12 @@ pub async fn serve(config: Config, shutdown: impl Future<Output = ()> + Send + '
 
     Server::builder()
         .http2_keepalive_interval(Some(std::time::Duration::from_secs(20)))
-        .tcp_nodelay(true)
         .add_service(health_service)
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)
         .add_service(InterceptedService::new(worker, auth.clone()))
         .add_service(InterceptedService::new(ingest, auth))
-        .serve_with_incoming_shutdown(TcpListenerStream::new(listener), shutdown)
+        .serve_with_incoming_shutdown(TcpIncoming::from(listener).with_nodelay(Some(true)), shutdown)
         .await?;
     let _ = std::fs::remove_file(&addr_file);
     tracing::info!("telha stopped");

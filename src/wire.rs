@@ -36,6 +36,10 @@ pub fn parse_envelope(bytes: &[u8]) -> Result<Envelope1, String> {
     if bytes.len() > MAX_SUBMISSION_BYTES {
         return Err(format!("result_json is {} bytes, over the limit of {MAX_SUBMISSION_BYTES}", bytes.len()));
     }
+    // serde would also read a struct from a JSON array; the wire is an object.
+    if bytes.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+        return Err("result_json is not a v1 submission: expected a JSON object".into());
+    }
     let env: Envelope = serde_json::from_slice(bytes).map_err(|e| format!("result_json is not a v1 submission: {e}"))?;
     match env.v {
         Some(1) => {}

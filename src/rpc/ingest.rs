@@ -37,6 +37,31 @@ impl IngestApi {
 
 type Stream_<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;
 
+/// A blob being written on a blocking thread, fed chunk by chunk.
+struct BlobSink {
+    chunks: tokio::sync::mpsc::Sender<Vec<u8>>,
+    done: tokio::task::JoinHandle<std::io::Result<(String, u64)>>,
+}
+
+impl BlobSink {
+    fn start(blobs: &crate::store::BlobStore) -> Result<Self, Status> {
+        let mut writer = blobs.writer().map_err(|e| Status::internal(format!("cannot create blob: {e}")))?;
+        let (chunks, mut rx) = tokio::sync::mpsc::channel::<Vec<u8>>(8);
+        let done = tokio::task::spawn_blocking(move || {
+            while let Some(c) = rx.blocking_recv() {
+                writer.write(&c)?;
+            }
+            writer.finish()
+        });
+        Ok(Self { chunks, done })
+    }
+
+    async fn finish(self) -> Result<(String, u64), Status> {
+        drop(self.chunks);
+        self.done.await.map_err(|e| Status::internal(e.to_string()))?.map_err(|e| Status::internal(format!("cannot store content: {e}")))
+    }
+}
+
 /// Validates a submit header into a job without content.
 fn new_job(h: SubmitHeader, known: &std::collections::BTreeSet<String>) -> Result<NewJob, Status> {
     let tenant = if h.tenant_id.is_empty() { "default".to_string() } else { ident("tenant_id", &h.tenant_id)? };
@@ -73,16 +98,8 @@ impl IngestService for IngestApi {
         let mut new = new_job(header, &self.core.config.known_formats())?;
         let max = self.core.config.server.max_content_mb.saturating_mul(1024 * 1024);
         // Content goes to a blob file on a blocking thread as it arrives; it is never
-        // held whole in memory.
-        let writer = self.core.store.blobs().writer().map_err(|e| Status::internal(format!("cannot create blob: {e}")))?;
-        let (chunks, mut rx) = tokio::sync::mpsc::channel::<Vec<u8>>(8);
-        let blob = tokio::task::spawn_blocking(move || {
-            let mut w = writer;
-            while let Some(c) = rx.blocking_recv() {
-                w.write(&c)?;
-            }
-            Ok::<_, std::io::Error>(if w.size() == 0 { None } else { Some(w.finish()?) })
-        });
+        // held whole in memory. The writer starts with the first chunk.
+        let mut sink: Option<BlobSink> = None;
         let mut total: u64 = 0;
         while let Some(msg) = stream.next().await {
             match msg?.part {
@@ -94,36 +111,29 @@ impl IngestService for IngestApi {
                     if total > max {
                         return Err(invalid("chunk", format!("content is over the limit of {} MiB ([server].max_content_mb)", self.core.config.server.max_content_mb)));
                     }
-                    if chunks.send(c).await.is_err() {
-                        break;
+                    if c.is_empty() {
+                        continue;
+                    }
+                    if sink.is_none() {
+                        sink = Some(BlobSink::start(self.core.store.blobs())?);
+                    }
+                    if let Some(s) = &sink {
+                        if s.chunks.send(c).await.is_err() {
+                            break;
+                        }
                     }
                 }
                 Some(Part::Header(_)) => return Err(invalid("header", "only the first message may be a header")),
                 None => return Err(invalid("part", "empty message")),
             }
         }
-        drop(chunks);
-        match blob.await {
-            Ok(Ok(Some((hash, size)))) => {
-                new.blob = hash;
-                new.size = size;
-            }
-            Ok(Ok(None)) => {
-                // Empty content: still a blob, so workers see an (empty) file.
-                let (hash, size) = tokio::task::spawn_blocking({
-                    let blobs = self.core.store.blobs().clone();
-                    move || blobs.writer()?.finish()
-                })
-                .await
-                .map_err(|e| Status::internal(e.to_string()))?
-                .map_err(|e| Status::internal(format!("cannot store content: {e}")))?;
-                if new.url.is_empty() {
-                    new.blob = hash;
-                    new.size = size;
-                }
-            }
-            Ok(Err(e)) => return Err(Status::internal(format!("cannot store content: {e}"))),
-            Err(e) => return Err(Status::internal(e.to_string())),
+        if new.url.is_empty() {
+            let (hash, size) = match sink {
+                Some(s) => s.finish().await?,
+                None => self.core.store.blobs().empty(),
+            };
+            new.blob = hash;
+            new.size = size;
         }
         let rec = self.core.enqueue(new).await.map_err(to_status)?;
         tracing::info!(job = rec.id, tenant = %rec.tenant, format = %rec.format, name = %rec.name, size = rec.size, "job queued");

@@ -309,6 +309,7 @@ pub fn submit(tx: &mut Tx<'_>, s: Submission, policy: &Policy, now: i64) -> Resu
         };
         let failure = FailureRecord {
             kind: FailureKind::Protocol.as_str().into(),
+            permanent: policy.is_permanent(FailureKind::Protocol),
             reason: crate::failure::reason(FailureKind::Protocol, &reason),
             worker_id: s.worker_id.clone(),
             ..Default::default()

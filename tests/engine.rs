@@ -1,0 +1,345 @@
+//! The job engine end to end: the real `telha serve` process, real gRPC on
+//! 127.0.0.1:0, a real redb file in a temp dir, and test workers speaking
+//! WorkerService through the generated client.
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use telha::proto::*;
+use tonic::Code;
+
+/// Jobs go only to workers that declared their format.
+#[tokio::test]
+async fn routing_by_format() {
+    let s = Server::start(None);
+    let csv = s.submit("t", "csv", "a.csv", b"a,b\n1,2\n").await;
+    let txt = s.submit("t", "txt", "a.txt", b"hello").await;
+    let mut wt = Worker::connect(&s, "w-txt", &["txt"]).await;
+    let mut wc = Worker::connect(&s, "w-csv", &["csv"]).await;
+    let jt = wt.expect_job().await;
+    let jc = wc.expect_job().await;
+    assert_eq!((jt.job_id.as_str(), jt.kind.as_str()), (txt.id.as_str(), "txt"));
+    assert_eq!((jc.job_id.as_str(), jc.kind.as_str()), (csv.id.as_str(), "csv"));
+    assert_eq!(jc.tenant_id, "t");
+    assert_eq!(jc.attempts, 0);
+    assert_eq!(jc.attempt, 1);
+    let payload: serde_json::Value = serde_json::from_str(&jc.payload_json).unwrap();
+    assert_eq!(payload["format"], "csv");
+    let path = payload["content"]["path"].as_str().unwrap();
+    assert_eq!(std::fs::read(path).unwrap(), b"a,b\n1,2\n");
+    assert!(wt.next(Duration::from_millis(300)).await.is_none(), "the txt worker got a second job");
+}
+
+/// An expired lease fails the attempt as `lease_expired` and redelivers the job
+/// with `attempts` + 1; the stale holder's submission is then rejected and the new
+/// holder's result wins.
+#[tokio::test]
+async fn lease_expiry_redelivers_and_fences_the_stale_holder() {
+    let s = Server::start(Some("max_attempts = 5\nlease_secs = 0.4\nbackoff_base_ms = 10\nbackoff_max_ms = 20"));
+    let job = s.submit("t", "txt", "a.txt", b"x").await;
+    let mut a = Worker::connect(&s, "a", &["txt"]).await;
+    let first = a.expect_job().await;
+    assert_eq!((first.attempts, first.attempt), (0, 1));
+    a.stop_polling();
+    let mut b = Worker::connect(&s, "b", &["txt"]).await;
+    let second = b.expect_job().await;
+    assert_eq!(second.job_id, job.id);
+    assert_eq!((second.attempts, second.attempt), (1, 2));
+
+    let stale = a.succeed(&first, &result_with_nodes(1)).await;
+    assert!(!stale.accepted, "a stale submission was accepted");
+    assert!(stale.reason.contains("not current"), "{}", stale.reason);
+    let hb = a.heartbeat(&[(&first.job_id, first.attempt)]).await;
+    assert!(hb.job_ids.is_empty(), "a stale heartbeat extended a lease");
+
+    let fresh = b.succeed(&second, &result_with_nodes(2)).await;
+    assert!(fresh.accepted, "{}", fresh.reason);
+    assert_eq!(fresh.node_ids.len(), 2);
+    let done = s.job(&job.id).await;
+    assert_eq!(done.state, "succeeded");
+    assert_eq!(done.node_count, 2);
+    assert_eq!(done.failures.len(), 1);
+    assert_eq!(done.failures[0].kind, "lease_expired");
+    assert_eq!(done.failures[0].attempt, 1);
+    assert_eq!(done.failures[0].worker_id, "a");
+}
+
+/// A heartbeat extends only leases the calling worker holds; with heartbeats a job
+/// outlives `lease_secs` several times over.
+#[tokio::test]
+async fn heartbeat_extends_only_the_holders_leases() {
+    let s = Server::start(Some("lease_secs = 0.5\nbackoff_base_ms = 10\nbackoff_max_ms = 20"));
+    let job = s.submit("t", "txt", "a.txt", b"x").await;
+    let mut holder = Worker::connect(&s, "holder", &["txt"]).await;
+    let mut other = Worker::connect(&s, "other", &["csv"]).await;
+    let j = holder.expect_job().await;
+    let hb = other.heartbeat(&[(&j.job_id, j.attempt)]).await;
+    assert!(hb.job_ids.is_empty(), "another worker extended the holder's lease");
+    for _ in 0..6 {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        let hb = holder.heartbeat(&[(&j.job_id, j.attempt)]).await;
+        assert_eq!(hb.job_ids, vec![j.job_id.clone()]);
+        assert!(hb.lease_deadline > 0);
+    }
+    // 1.5 s of a 0.5 s lease later, the job is still held and has not failed.
+    let now = s.job(&job.id).await;
+    assert_eq!(now.state, "leased");
+    assert!(now.failures.is_empty());
+    assert!(holder.succeed(&j, &result_with_nodes(0)).await.accepted);
+}
+
+/// A permanent failure dead-letters at once, with the worker's kind and reason.
+#[tokio::test]
+async fn permanent_failure_is_dead_at_once() {
+    let s = Server::start(None);
+    let job = s.submit("t", "csv", "bad.csv", b"\x00\x01").await;
+    let mut w = Worker::connect(&s, "w", &["csv"]).await;
+    let j = w.expect_job().await;
+    let r = w.fail(&j, "invalid_input: not a CSV file", true).await;
+    assert!(r.accepted);
+    let dead = s.job(&job.id).await;
+    assert_eq!(dead.state, "dead");
+    assert_eq!(dead.attempts, 1);
+    assert_eq!(dead.failures.len(), 1);
+    assert_eq!(dead.failures[0].kind, "invalid_input");
+    assert!(dead.failures[0].permanent);
+    assert_eq!(dead.failures[0].reason, "invalid_input: not a CSV file");
+    assert!(w.next(Duration::from_millis(300)).await.is_none());
+}
+
+/// Retryable failures wait out a growing backoff, then the job is dead at
+/// `max_attempts` with its whole failure history; `retry` brings it back.
+#[tokio::test]
+async fn retryable_failures_back_off_then_dead_then_retry() {
+    let s = Server::start(Some("max_attempts = 3\nlease_secs = 30\nbackoff_base_ms = 100\nbackoff_max_ms = 400"));
+    let job = s.submit("t", "txt", "flaky.txt", b"x").await;
+    let mut w = Worker::connect(&s, "w", &["txt"]).await;
+    let mut failed_at = std::time::Instant::now();
+    for attempt in 0..3u32 {
+        let j = w.expect_job().await;
+        assert_eq!(j.attempts, attempt);
+        if attempt > 0 {
+            // Equal jitter: at least half of base · 2^(attempts-1) passed before redelivery.
+            let floor = Duration::from_millis(50 << (attempt - 1));
+            assert!(failed_at.elapsed() >= floor, "attempt {attempt} redelivered after {:?}", failed_at.elapsed());
+        }
+        assert!(w.fail(&j, &format!("transient: try {attempt}"), false).await.accepted);
+        failed_at = std::time::Instant::now();
+        let now = s.job(&job.id).await;
+        if attempt < 2 {
+            assert_eq!(now.state, "retrying");
+            assert!(now.next_attempt_at > now.updated_at, "no backoff scheduled");
+        } else {
+            assert_eq!(now.state, "dead");
+            assert_eq!(now.attempts, 3);
+            let kinds: Vec<_> = now.failures.iter().map(|f| (f.attempt, f.kind.as_str(), f.permanent)).collect();
+            assert_eq!(kinds, vec![(1, "transient", false), (2, "transient", false), (3, "transient", false)]);
+        }
+    }
+    let retried = s.client().await.retry_job(GetJobRequest { job_id: job.id.clone(), tenant_id: String::new() }).await.unwrap().into_inner();
+    assert_eq!(retried.state, "queued");
+    assert_eq!(retried.attempts, 0);
+    assert_eq!(retried.failures.len(), 3, "retry keeps the history");
+    let j = w.expect_job().await;
+    assert_eq!(j.attempt, 4);
+    assert!(w.succeed(&j, &result_with_nodes(1)).await.accepted);
+    assert_eq!(s.job(&job.id).await.state, "succeeded");
+}
+
+/// Cancel works on queued and leased jobs; the holder of a cancelled job is fenced
+/// out; finished jobs cannot be cancelled.
+#[tokio::test]
+async fn cancel_queued_and_leased_jobs() {
+    let s = Server::start(None);
+    let mut c = s.client().await;
+    let queued = s.submit("t", "csv", "q.csv", b"a").await;
+    let cancelled = c.cancel_job(GetJobRequest { job_id: queued.id.clone(), tenant_id: String::new() }).await.unwrap().into_inner();
+    assert_eq!(cancelled.state, "cancelled");
+
+    let leased = s.submit("t", "txt", "l.txt", b"a").await;
+    let mut w = Worker::connect(&s, "w", &["txt", "csv"]).await;
+    let j = w.expect_job().await;
+    assert_eq!(j.job_id, leased.id, "the cancelled job was delivered");
+    let c2 = c.cancel_job(GetJobRequest { job_id: leased.id.clone(), tenant_id: String::new() }).await.unwrap().into_inner();
+    assert_eq!(c2.state, "cancelled");
+    let r = w.succeed(&j, &result_with_nodes(1)).await;
+    assert!(!r.accepted);
+    assert!(w.heartbeat(&[(&j.job_id, j.attempt)]).await.job_ids.is_empty());
+    let again = c.cancel_job(GetJobRequest { job_id: leased.id.clone(), tenant_id: String::new() }).await.unwrap_err();
+    assert_eq!(again.code(), Code::FailedPrecondition);
+    // The worker's credit came back: a new job reaches it.
+    let next = s.submit("t", "txt", "n.txt", b"a").await;
+    assert_eq!(w.expect_job().await.job_id, next.id);
+}
+
+/// One tenant's large backlog does not starve another tenant's single job.
+#[tokio::test]
+async fn tenant_fairness() {
+    let s = Server::start(None);
+    let mut c = s.client().await;
+    for i in 0..300 {
+        submit(&mut c, "big", "txt", &format!("big-{i}"), b"x").await.unwrap();
+    }
+    let small = s.submit("small", "txt", "small", b"x").await;
+    let mut w = Worker::connect(&s, "w", &["txt"]).await;
+    let mut order = Vec::new();
+    for _ in 0..3 {
+        let j = w.expect_job().await;
+        order.push(j.tenant_id.clone());
+        assert!(w.succeed(&j, &result_with_nodes(0)).await.accepted);
+        if j.job_id == small.id {
+            break;
+        }
+    }
+    assert!(order.contains(&"small".to_string()), "the small tenant waited behind the backlog: {order:?}");
+}
+
+/// Streaming partials: a re-sent seq is idempotent (same node ids), a gap fails the
+/// attempt as `protocol`.
+#[tokio::test]
+async fn partials_are_idempotent_and_gaps_are_protocol_errors() {
+    let s = Server::start(Some("max_attempts = 3\nlease_secs = 30\nbackoff_base_ms = 10\nbackoff_max_ms = 20"));
+    let job = s.submit("t", "csv", "s.csv", b"a").await;
+    let mut w = Worker::connect(&s, "w", &["csv"]).await;
+    let j = w.expect_job().await;
+    let p0 = r#"{"v":1,"seq":0,"partial":true,"canonicalText":"a","nodes":[{"labels":["TABLE"],"properties":{}}]}"#;
+    let r0 = w.succeed(&j, p0).await;
+    assert!(r0.accepted, "{}", r0.reason);
+    let again = w.succeed(&j, p0).await;
+    assert!(again.accepted);
+    assert_eq!(again.node_ids, r0.node_ids, "a re-sent seq got new ids");
+    let p1 = r#"{"v":1,"seq":1,"partial":false,"canonicalText":"b","nodes":[{"labels":["ROW"],"properties":{}}]}"#;
+    let r1 = w.succeed(&j, p1).await;
+    assert!(r1.accepted);
+    assert_ne!(r1.node_ids, r0.node_ids);
+    let done = s.job(&job.id).await;
+    assert_eq!(done.state, "succeeded");
+    assert_eq!(done.node_count, 2);
+    let mut h = blake3::Hasher::new();
+    h.update(p0.as_bytes());
+    h.update(p1.as_bytes());
+    assert_eq!(done.submission_hash, h.finalize().to_hex().to_string());
+
+    let gap_job = s.submit("t", "csv", "g.csv", b"a").await;
+    let g = w.expect_job().await;
+    let gap = w.succeed(&g, r#"{"v":1,"seq":2,"partial":true,"canonicalText":"x"}"#).await;
+    assert!(!gap.accepted);
+    assert!(gap.reason.contains("gap"), "{}", gap.reason);
+    let dead = s.job(&gap_job.id).await;
+    assert_eq!(dead.state, "dead");
+    assert_eq!(dead.failures[0].kind, "protocol");
+}
+
+/// A malformed submission is rejected, fails the attempt as permanent `protocol`,
+/// and applies nothing.
+#[tokio::test]
+async fn malformed_submission_is_a_protocol_failure() {
+    let s = Server::start(None);
+    let job = s.submit("t", "txt", "m.txt", b"a").await;
+    let mut w = Worker::connect(&s, "w", &["txt"]).await;
+    let j = w.expect_job().await;
+    let r = w.succeed(&j, "{not json").await;
+    assert!(!r.accepted);
+    assert!(r.reason.contains("not a v1 submission"), "{}", r.reason);
+    let dead = s.job(&job.id).await;
+    assert_eq!(dead.state, "dead");
+    assert_eq!(dead.failures[0].kind, "protocol");
+    assert!(dead.failures[0].permanent);
+    assert!(dead.submission_hash.is_empty());
+}
+
+/// Every RPC but health needs the bearer token.
+#[tokio::test]
+async fn unauthenticated_calls_are_refused() {
+    let s = Server::start(None);
+    let ch = s.channel().await;
+    let mut ingest = telha::proto::ingest_service_client::IngestServiceClient::with_interceptor(ch.clone(), Bearer(None));
+    let e = ingest.get_status(GetStatusRequest {}).await.unwrap_err();
+    assert_eq!(e.code(), Code::Unauthenticated);
+    let wrong = Bearer(Some("Bearer nope".parse().unwrap()));
+    let mut ingest = telha::proto::ingest_service_client::IngestServiceClient::with_interceptor(ch.clone(), wrong.clone());
+    assert_eq!(ingest.get_job(GetJobRequest { job_id: "1".into(), tenant_id: String::new() }).await.unwrap_err().code(), Code::Unauthenticated);
+    let mut worker = telha::proto::worker_service_client::WorkerServiceClient::with_interceptor(ch.clone(), wrong);
+    let e = worker.poll_jobs(PollJobsRequest { worker_id: "w".into(), formats: vec!["txt".into()], max_in_flight: 1 }).await.unwrap_err();
+    assert_eq!(e.code(), Code::Unauthenticated);
+    let mut health = tonic_health::pb::health_client::HealthClient::new(ch);
+    let h = health.check(tonic_health::pb::HealthCheckRequest { service: String::new() }).await.expect("health is exempt");
+    assert_eq!(h.into_inner().status, tonic_health::pb::health_check_response::ServingStatus::Serving as i32);
+}
+
+/// Malformed requests are INVALID_ARGUMENT and name the field.
+#[tokio::test]
+async fn malformed_requests_name_the_field() {
+    let s = Server::start(None);
+    let mut c = s.client().await;
+    let bad = |e: tonic::Status, field: &str| {
+        assert_eq!(e.code(), Code::InvalidArgument, "{e:?}");
+        assert!(e.message().starts_with(field), "{field}: {}", e.message());
+    };
+    bad(submit(&mut c, "t", "bogus", "x", b"").await.unwrap_err(), "format");
+    bad(submit(&mut c, "t", "", "x", b"").await.unwrap_err(), "format");
+    bad(submit(&mut c, "t", "txt", "", b"").await.unwrap_err(), "name");
+    bad(submit(&mut c, &"t".repeat(300), "txt", "x", b"").await.unwrap_err(), "tenant_id");
+    use telha::proto::submit_job_request::Part;
+    let h = SubmitHeader { tenant_id: "t".into(), format: "txt".into(), name: "x".into(), options_json: "[1]".into(), ..Default::default() };
+    bad(c.submit_job(tokio_stream::iter(vec![SubmitJobRequest { part: Some(Part::Header(h)) }])).await.unwrap_err(), "options_json");
+    let h = SubmitHeader { tenant_id: "t".into(), format: "web".into(), name: "x".into(), url: "file:///etc/passwd".into(), ..Default::default() };
+    bad(c.submit_job(tokio_stream::iter(vec![SubmitJobRequest { part: Some(Part::Header(h)) }])).await.unwrap_err(), "url");
+    bad(c.submit_job(tokio_stream::iter(vec![SubmitJobRequest { part: Some(Part::Chunk(vec![1])) }])).await.unwrap_err(), "header");
+    bad(c.get_job(GetJobRequest { job_id: "abc".into(), tenant_id: String::new() }).await.unwrap_err(), "job_id");
+    bad(c.list_jobs(ListJobsRequest { state: "sleeping".into(), ..Default::default() }).await.unwrap_err(), "state");
+    bad(c.list_jobs(ListJobsRequest { page_size: 100_000, ..Default::default() }).await.unwrap_err(), "page_size");
+    assert_eq!(c.get_job(GetJobRequest { job_id: "999".into(), tenant_id: String::new() }).await.unwrap_err().code(), Code::NotFound);
+
+    let mut w = s.worker_client().await;
+    bad(w.poll_jobs(PollJobsRequest { worker_id: String::new(), formats: vec!["txt".into()], max_in_flight: 1 }).await.unwrap_err(), "worker_id");
+    bad(w.poll_jobs(PollJobsRequest { worker_id: "w".into(), formats: vec![], max_in_flight: 1 }).await.unwrap_err(), "formats");
+    bad(w.poll_jobs(PollJobsRequest { worker_id: "w".into(), formats: vec!["txt".into(), "nope".into()], max_in_flight: 1 }).await.unwrap_err(), "formats[1]");
+    let sub = |job_id: &str, worker: &str, attempt: u64| IngestionResult { job_id: job_id.into(), worker_id: worker.into(), attempt, success: true, ..Default::default() };
+    bad(w.submit_ingestion_result(sub("", "w", 1)).await.unwrap_err(), "job_id");
+    bad(w.submit_ingestion_result(sub("1", "", 1)).await.unwrap_err(), "worker_id");
+    bad(w.submit_ingestion_result(sub("1", "w", 0)).await.unwrap_err(), "attempt");
+    let long = IngestionResult { job_id: "1".into(), worker_id: "w".into(), attempt: 1, failure_reason: "x".repeat(100_000), ..Default::default() };
+    bad(w.submit_ingestion_result(long).await.unwrap_err(), "failure_reason");
+    bad(w.heartbeat(HeartbeatRequest { worker_id: "w".into(), job_ids: vec!["x".into()], leases: vec![] }).await.unwrap_err(), "job_ids[0]");
+    // A submission for a job that does not exist is refused, not an error.
+    let r = w.submit_ingestion_result(sub("12345", "w", 1)).await.unwrap().into_inner();
+    assert!(!r.accepted);
+    // The server is still healthy after all of that.
+    assert!(c.get_status(GetStatusRequest {}).await.is_ok());
+}
+
+/// WatchJob streams each state change and ends when the job is finished.
+#[tokio::test]
+async fn watch_follows_a_job_to_the_end() {
+    let s = Server::start(None);
+    let job = s.submit("t", "txt", "w.txt", b"x").await;
+    let mut c = s.client().await;
+    let mut watch = c.watch_job(GetJobRequest { job_id: job.id.clone(), tenant_id: String::new() }).await.unwrap().into_inner();
+    assert_eq!(watch.message().await.unwrap().unwrap().state, "queued");
+    let mut w = Worker::connect(&s, "w", &["txt"]).await;
+    let j = w.expect_job().await;
+    assert_eq!(watch.message().await.unwrap().unwrap().state, "leased");
+    w.succeed(&j, &result_with_nodes(0)).await;
+    assert_eq!(watch.message().await.unwrap().unwrap().state, "succeeded");
+    assert!(watch.message().await.unwrap().is_none(), "the watch did not end");
+}
+
+/// On start-up, the leases of the previous run are released without costing an attempt.
+#[tokio::test]
+async fn restart_releases_leases_of_the_previous_run() {
+    let mut s = Server::start(None);
+    let job = s.submit("t", "txt", "r.txt", b"x").await;
+    let mut w = Worker::connect(&s, "w", &["txt"]).await;
+    let j = w.expect_job().await;
+    assert_eq!(j.attempt, 1);
+    s.restart();
+    let now = s.job(&job.id).await;
+    assert_eq!(now.state, "queued");
+    assert_eq!(now.attempts, 0);
+    assert!(now.failures.is_empty());
+    let mut w2 = Worker::connect(&s, "w", &["txt"]).await;
+    let j2 = w2.expect_job().await;
+    assert_eq!((j2.attempts, j2.attempt), (0, 2));
+}
