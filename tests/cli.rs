@@ -1,0 +1,117 @@
+//! The `telha` command line against a real server: the commands of DESIGN.md §7,
+//! their `--json` documents, and errors a user can act on.
+mod common;
+
+use common::*;
+
+fn stdout(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+fn stderr(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// ingest → job → jobs → cancel → retry, all with --json documents.
+#[tokio::test]
+async fn ingest_and_inspect_jobs_as_json() {
+    let s = Server::start(None);
+    let file = s.dir.path().join("notes.txt");
+    std::fs::write(&file, "hello").unwrap();
+    let out = s.cli(&["ingest", "--tenant", "acme", "--option", "clarify=true", "--option", "label=q3", "--json", path_str(&file)]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let job: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("one JSON document");
+    assert_eq!(job["tenant"], "acme");
+    assert_eq!(job["format"], "txt");
+    assert_eq!(job["state"], "queued");
+    assert_eq!(job["attempts"], 0);
+    assert_eq!(job["failures"], serde_json::json!([]));
+    assert_eq!(job["options"], serde_json::json!({"clarify": true, "label": "q3"}));
+    assert_eq!(job["content"]["size"], 5);
+    let id = job["id"].as_str().unwrap().to_string();
+
+    let out = s.cli(&["job", &id, "--json"]);
+    let again: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(again["id"], job["id"]);
+
+    let out = s.cli(&["jobs", "--state", "queued", "--json"]);
+    let list: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(list.as_array().unwrap().len(), 1);
+
+    let out = s.cli(&["cancel", &id, "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(serde_json::from_str::<serde_json::Value>(&stdout(&out)).unwrap()["state"], "cancelled");
+    let out = s.cli(&["retry", &id, "--json"]);
+    assert_eq!(serde_json::from_str::<serde_json::Value>(&stdout(&out)).unwrap()["state"], "queued");
+
+    let out = s.cli(&["status", "--json"]);
+    let status: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(status["queue"]["txt"]["queued"], 1);
+    assert!(status["known_formats"].as_array().unwrap().iter().any(|f| f == "csv"));
+}
+
+/// `ingest --wait` follows the job to the end and fails when it ends dead.
+#[tokio::test]
+async fn ingest_wait_reports_the_outcome() {
+    let s = Server::start(None);
+    let file = s.dir.path().join("bad.csv");
+    std::fs::write(&file, "x").unwrap();
+    let cfg = s.config.clone();
+    let waiter = std::thread::spawn(move || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_telha"))
+            .args(["--config", cfg.to_str().unwrap(), "ingest", "--wait", "--json", file.to_str().unwrap()])
+            .output()
+            .unwrap()
+    });
+    let mut w = Worker::connect(&s, "w", &["csv"]).await;
+    let j = w.expect_job().await;
+    w.fail(&j, "invalid_input: no header", true).await;
+    let out = tokio::task::spawn_blocking(move || waiter.join().unwrap()).await.unwrap();
+    assert!(!out.status.success(), "a dead job must make --wait fail");
+    let job: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(job["state"], "dead");
+    assert_eq!(job["failures"][0]["kind"], "invalid_input");
+}
+
+/// Errors say what is wrong and what to do.
+#[tokio::test]
+async fn errors_a_user_can_act_on() {
+    let s = Server::start(None);
+    let missing = s.dir.path().join("missing.txt");
+    let out = s.cli(&["ingest", path_str(&missing)]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("missing.txt: no such file"), "{}", stderr(&out));
+
+    let odd = s.dir.path().join("data.weird");
+    std::fs::write(&odd, "x").unwrap();
+    let out = s.cli(&["ingest", path_str(&odd)]);
+    assert!(stderr(&out).contains("--format") && stderr(&out).contains("csv"), "{}", stderr(&out));
+
+    let out = s.cli(&["ingest", "--format", "nope", path_str(&odd)]);
+    assert!(stderr(&out).contains("unknown format \"nope\"") && stderr(&out).contains("known:"), "{}", stderr(&out));
+
+    // Nothing listening: say where we looked and how to start a server.
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("supervisor.toml");
+    std::fs::write(&cfg, "[server]\nlisten = \"127.0.0.1:9\"\ndata_dir = \"d\"\n").unwrap();
+    std::fs::create_dir_all(dir.path().join("d")).unwrap();
+    std::fs::write(dir.path().join("d/token"), "t").unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_telha")).args(["--config", path_str(&cfg), "jobs"]).env_remove("TELHA_ADDR").output().unwrap();
+    let err = stderr(&out);
+    assert!(err.contains("no telha server at 127.0.0.1:9") && err.contains("telha serve --config"), "{err}");
+
+    // A bad config is refused at start-up, naming the key.
+    std::fs::write(&cfg, "[jobs]\nmax_atempts = 3\n").unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_telha")).args(["--config", path_str(&cfg), "serve"]).output().unwrap();
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("jobs.max_atempts"), "{}", stderr(&out));
+}
+
+/// The token file is created 0600 on first start.
+#[tokio::test]
+async fn token_file_is_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let s = Server::start(None);
+    let mode = std::fs::metadata(s.data_dir().join("token")).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+    assert_eq!(s.token.len(), 64);
+}
