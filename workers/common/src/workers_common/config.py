@@ -14,6 +14,7 @@ from dataclasses import dataclass
 __all__ = ["ConfigError", "WorkerConfig"]
 
 _HOST_PORT = re.compile(r"(?P<host>\[[0-9A-Fa-f:.]+\]|[^\s:/\[\]]+):(?P<port>[0-9]{1,5})\Z")
+# Format names are lowercase, like the core's ("csv", "code-archive").
 _FORMAT = re.compile(r"[a-z0-9][a-z0-9_.+-]*\Z")
 
 
@@ -41,7 +42,7 @@ class WorkerConfig:
         return cls(
             core_addr=_core_addr(_required(env, "TELHA_CORE_ADDR")),
             worker_id=_required(env, "TELHA_WORKER_ID"),
-            token=_required(env, "TELHA_TOKEN"),
+            token=_token(_required(env, "TELHA_TOKEN")),
             formats=_formats(_required(env, "TELHA_FORMATS")),
         )
 
@@ -64,6 +65,13 @@ def _core_addr(value: str) -> str:
     match = _HOST_PORT.match(value)
     if match is None or not 0 < int(match["port"]) < 65536:
         raise ConfigError(f"TELHA_CORE_ADDR={value!r}: want host:port or unix:/path")
+    return value
+
+
+def _token(value: str) -> str:
+    # It travels as an HTTP/2 header value: visible ASCII only, or every call would fail.
+    if not all("!" <= char <= "~" for char in value):
+        raise ConfigError("TELHA_TOKEN must be printable ASCII without spaces")
     return value
 
 
