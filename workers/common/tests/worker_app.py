@@ -1,7 +1,6 @@
 """A worker process for tests: `python worker_app.py`, configured by the TELHA_* environment.
 
-Besides the example worker's "txt", it serves formats that each exercise one harness path,
-steered by the job's options:
+It serves formats that each exercise one harness path, steered by the job's options:
 
 - stream:  a generator handler; partial 0 holds the DOCUMENT, later partials hold
            PARAGRAPHs with PART_OF edges to the DOCUMENT's core-assigned id (node_ids
@@ -10,6 +9,8 @@ steered by the job's options:
 - fail:    raises the failure kind in option `kind` (or ValueError for kind=unexpected)
 - slow:    sleeps option `sleep_secs`, then projects like txt (lease and heartbeat tests)
 - oom:     raises MemoryError (the OOM exit code)
+- txt:     the example worker, or with option mode=stream|fail|slow|oom the handler above
+           (the real core only routes formats it knows, and it knows "txt")
 
 TELHA_TEST_HEARTBEAT_SECS overrides the heartbeat interval; TELHA_TEST_RECORD_DIR, when
 set, receives `<job_id>.json` with the node ids the stream handler was sent.
@@ -28,6 +29,7 @@ from example_worker import handle as handle_txt
 from workers_common import (
     FetchFailed,
     Handler,
+    HandlerResult,
     IngestionResultBuilder,
     InvalidInput,
     Job,
@@ -98,13 +100,19 @@ def handle_oom(job: Job) -> bytes:
     raise MemoryError("simulated allocation failure")
 
 
-HANDLERS: dict[str, Handler] = {
-    "txt": handle_txt,
+BY_MODE: dict[str, Handler] = {
     "stream": handle_stream,
     "fail": handle_fail,
     "slow": handle_slow,
     "oom": handle_oom,
 }
+
+
+def handle_by_mode(job: Job) -> HandlerResult:
+    return BY_MODE.get(str(job.options.get("mode")), handle_txt)(job)
+
+
+HANDLERS: dict[str, Handler] = {"txt": handle_by_mode, **BY_MODE}
 
 
 def main() -> int:
