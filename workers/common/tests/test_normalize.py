@@ -11,10 +11,11 @@ from hypothesis import strategies as st
 from workers_common import IngestionResultBuilder, normalize_canonical
 
 # Text with the characters normalization is about: line breaks of every style, combining
-# marks, precomposed letters, and multi-byte code points.
+# marks, precomposed letters, and multi-byte code points. Lone surrogates have no UTF-8
+# form, so canonical text can never hold them (test_result checks the builder refuses them).
 texts = st.text(
     alphabet=st.sampled_from(["a", "é", "e", "\u0301", "\u0323", "\r", "\n", " ", "😀", "ß", "Å"])
-    | st.characters(),
+    | st.characters(exclude_categories=["Cs"]),
     max_size=40,
 )
 

@@ -186,6 +186,22 @@ def test_append_after_set_canonical_text_raises() -> None:
         builder.add_span_text("b")
 
 
+def test_text_without_utf8_form_raises_and_changes_nothing() -> None:
+    builder = IngestionResultBuilder()
+    builder.add_text("ok")
+    with pytest.raises(BuilderError, match="UTF-8"):
+        builder.add_span_text("bad \udc80 byte")
+    with pytest.raises(BuilderError, match="UTF-8"):
+        builder.add_node(["N"], {"p": "\ud800"})
+    with pytest.raises(BuilderError, match="UTF-8"):
+        builder.add_node(["N"], {"\ud800": 1})
+    assert builder.build() == IngestionResultBuilder().build() | {"canonicalText": "ok"}
+    fresh = IngestionResultBuilder()
+    with pytest.raises(BuilderError):
+        fresh.set_canonical_text("\udc80")
+    fresh.set_canonical_text("fine")  # the failed call did not use up the one set
+
+
 def test_empty_span_text_raises() -> None:
     builder = IngestionResultBuilder()
     with pytest.raises(BuilderError):

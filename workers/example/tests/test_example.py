@@ -7,11 +7,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from example_worker import HANDLERS, handle
-from example_worker.projection import paragraph_ranges
-from workers_common import InvalidInput, TooLarge
-from workers_common.conformance import check_determinism, run_handler
+from example_worker.projection import paragraph_ranges, project
+from workers_common import InvalidInput, TooLarge, normalize_canonical
+from workers_common.conformance import check_determinism, check_submissions, run_handler
 from workers_common.pytest_plugin import GoldenDir
 
 # name -> input bytes. The golden file golden/<name>.json holds the expected submission.
@@ -92,3 +94,22 @@ def test_max_bytes_option_is_too_large(write: Write) -> None:
 
 def test_serves_txt_and_text() -> None:
     assert sorted(HANDLERS) == ["text", "txt"]
+
+
+@given(
+    st.lists(
+        st.sampled_from(["a", "é", "e\u0301", "😀", " ", "\t", "\n", "\r\n", "\r", "\u2028"])
+        | st.characters(exclude_categories=["Cs"]),
+        max_size=60,
+    ).map("".join)
+)
+def test_any_text_projects_to_a_conforming_submission(text: str) -> None:
+    raw = project(text, name="any.txt")
+    check_submissions([raw])
+    body = json.loads(raw)
+    encoded = body["canonicalText"].encode()
+    paragraphs = [encoded[s["start"] : s["end"]].decode() for s in body["spans"][1:]]
+    assert paragraphs == [p.strip() for p in paragraphs]
+    assert all(paragraphs)
+    # The paragraphs hold every word of the text, in order, and nothing else.
+    assert " ".join(paragraphs).split() == normalize_canonical(text).split()

@@ -248,11 +248,17 @@ class IngestionResultBuilder:
             raise BuilderTypeError(f"text must be str, not {type(text).__name__}")
         if self._text_mode == "set":
             raise BuilderError("set_canonical_text was used: text cannot also be appended")
-        self._text_mode = "append"
         normalized = normalize_canonical(text)
+        try:
+            encoded = normalized.encode("utf-8")
+        except UnicodeEncodeError as err:
+            # Lone surrogates (e.g. from errors="surrogateescape") have no UTF-8 form.
+            raise BuilderError(f"text is not encodable as UTF-8: {err.reason}") from err
+        if self._text_mode is None:
+            self._text_mode = "append"
         start = self.end_offset
         self._pieces.append(normalized)
-        self._bytes += normalized.encode("utf-8")
+        self._bytes += encoded
         return start, self.end_offset
 
     def add_text(self, text: str) -> None:

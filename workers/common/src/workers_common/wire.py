@@ -33,9 +33,15 @@ def json_value(value: object, where: str) -> JsonValue:
 
     Accepts what the JSON encoder would and nothing that would encode ambiguously: mapping
     keys must be str (json.dumps would silently turn 1 and "1" into the same key), floats
-    must be finite, tuples become lists. `where` names the value in error messages.
+    must be finite, strings must have a UTF-8 form (no lone surrogates), tuples become lists. `where` names the value in error messages.
     """
-    if value is None or isinstance(value, bool | int | str):
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as err:
+            raise ValueError(f"{where}: string is not encodable as UTF-8 ({err.reason})") from err
+        return value
+    if value is None or isinstance(value, bool | int):
         return value
     if isinstance(value, float):
         if not math.isfinite(value):
@@ -46,6 +52,7 @@ def json_value(value: object, where: str) -> JsonValue:
         for key, item in value.items():
             if not isinstance(key, str):
                 raise TypeError(f"{where}: key {key!r} is {type(key).__name__}, not str")
+            json_value(key, f"{where} key")
             copied[key] = json_value(item, f"{where}.{key}")
         return copied
     if isinstance(value, Sequence) and not isinstance(value, bytes | bytearray):
