@@ -33,7 +33,8 @@ def json_value(value: object, where: str) -> JsonValue:
 
     Accepts what the JSON encoder would and nothing that would encode ambiguously: mapping
     keys must be str (json.dumps would silently turn 1 and "1" into the same key), floats
-    must be finite, strings must have a UTF-8 form (no lone surrogates), tuples become lists. `where` names the value in error messages.
+    must be finite, strings must have a UTF-8 form (no lone surrogates), tuples become
+    lists. `where` names the value in error messages.
     """
     if isinstance(value, str):
         try:
