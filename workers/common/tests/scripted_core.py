@@ -32,7 +32,8 @@ class Submission:
 
     @property
     def body(self) -> dict[str, Any]:
-        return json.loads(self.request.result_json)
+        body: dict[str, Any] = json.loads(self.request.result_json)
+        return body
 
 
 @dataclass
@@ -46,7 +47,8 @@ class Record:
     auth: list[str] = field(default_factory=list)
 
 
-class ScriptedCore(telha_pb2_grpc.WorkerServiceServicer):
+# The generated servicer base is untyped (Any to mypy).
+class ScriptedCore(telha_pb2_grpc.WorkerServiceServicer):  # type: ignore[misc]
     def __init__(self, port: int = 0) -> None:
         self.record = Record()
         self.jobs: queue.Queue[telha_pb2.JobPayload] = queue.Queue()
@@ -110,7 +112,7 @@ class ScriptedCore(telha_pb2_grpc.WorkerServiceServicer):
     # -- WorkerService ---------------------------------------------------------------------
 
     def _authorized(self, context: grpc.ServicerContext) -> dict[str, str]:
-        metadata = {k: v for k, v in context.invocation_metadata()}
+        metadata = {k: str(v) for k, v in context.invocation_metadata()}
         with self._lock:
             self.record.auth.append(metadata.get("authorization", ""))
         if metadata.get("authorization") != f"Bearer {TOKEN}":

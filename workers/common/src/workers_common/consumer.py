@@ -31,7 +31,7 @@ from .backoff import Backoff
 from .config import ConfigError, WorkerConfig
 from .driver import Handler, Outcome, drive
 from .exits import EXIT_CONFIG, EXIT_OK, EXIT_OOM
-from .failures import Unsupported, describe_failure
+from .failures import Unsupported, WorkerFailure, describe_failure
 from .heartbeat import Heartbeater, InFlight, Lease
 from .job import Job
 from .rpc import CoreClient, JobStream, SubmitError, Submitted, status_of
@@ -267,7 +267,10 @@ class WorkerConsumer:
         err: Exception,
     ) -> None:
         report = describe_failure(err)
-        log.warning("job %s failed: %s", payload.job_id, report.reason, exc_info=err)
+        # A typed failure is the handler's verdict; anything else is a bug worth its traceback
+        # (the supervisor keeps the stderr tail as evidence).
+        trace = None if isinstance(err, WorkerFailure) else err
+        log.warning("job %s failed: %s", payload.job_id, report.reason, exc_info=trace)
         if lease.lost.is_set():
             log.warning("job %s: lease lost, failure not submitted", payload.job_id)
             return
