@@ -228,6 +228,20 @@ def test_single_shot_example_worker(
     assert worker.terminate() == EXIT_OK
 
 
+def test_content_streamed_with_read_blob(
+    core: Core, workers: Callable[..., WorkerProcess], tmp_path: Path
+) -> None:
+    """A worker that cannot see the core's blob file gets the same bytes over ReadBlob."""
+    source = write(tmp_path, "r.txt", "Über den Wolken\n\nmuss die Freiheit\n".encode() * 50)
+    worker = workers(core)
+    job = core.ingest(source, options={"mode": "remote"})
+    done = core.wait_job(job["id"], worker=worker)
+    assert (done["state"], done["failures"]) == ("succeeded", []), worker.log()
+    options = {"mode": "remote"}
+    [expected] = run_handler(handle_txt, source, format="txt", name=job["name"], options=options)
+    assert done["submission_hash"] == blake3.blake3(expected).hexdigest()
+
+
 @pytest.mark.parametrize("open_end", [False, True], ids=["explicit-final", "consumer-finalizes"])
 def test_streaming_with_node_ids_and_cross_partial_edges(
     core: Core, workers: Callable[..., WorkerProcess], tmp_path: Path, open_end: bool

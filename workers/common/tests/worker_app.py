@@ -9,6 +9,8 @@ It serves formats that each exercise one harness path, steered by the job's opti
 - fail:    raises the failure kind in option `kind` (or ValueError for kind=unexpected)
 - slow:    sleeps option `sleep_secs`, then projects like txt (lease and heartbeat tests)
 - oom:     raises MemoryError (the OOM exit code)
+- remote:  projects like txt but as a worker on another host would, with the content
+           streamed by ReadBlob (the job's local blob path is hidden from it)
 - txt:     the example worker, or with option mode=stream|fail|slow|oom the handler above
            (the real core only routes formats it knows, and it knows "txt")
 
@@ -18,6 +20,7 @@ set, receives `<job_id>.json` with the node ids the stream handler was sent.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import time
@@ -100,11 +103,18 @@ def handle_oom(job: Job) -> bytes:
     raise MemoryError("simulated allocation failure")
 
 
+def handle_remote(job: Job) -> bytes:
+    if job.content is None:
+        raise InvalidInput("remote mode needs content")
+    return handle_txt(dataclasses.replace(job, content=dataclasses.replace(job.content, path=None)))
+
+
 BY_MODE: dict[str, Handler] = {
     "stream": handle_stream,
     "fail": handle_fail,
     "slow": handle_slow,
     "oom": handle_oom,
+    "remote": handle_remote,
 }
 
 
