@@ -162,8 +162,9 @@ class Job:
 
     @contextmanager
     def content_path(self) -> Iterator[Path]:
-        """A path to the content for libraries that want a file: the blob itself when it is
-        local, else a temporary copy streamed from the core and removed afterwards."""
+        """A path to the content for libraries that want a file: the core's blob itself when
+        it is local (read it, never write it), else a temporary copy streamed from the core
+        and removed when the block ends."""
         local = self._local_file()
         if local is not None:
             yield local
