@@ -1,0 +1,75 @@
+"""workers_common: the harness every Telha format worker is built on.
+
+Modules, one role each:
+
+- result      IngestionResultBuilder: assembles a wire v1 submission; misuse raises at the call
+- normalize   normalize_canonical: NFC + LF, applied once, in the builder
+- wire        canonical JSON bytes for result_json
+- failures    WorkerFailure and its typed kinds; "{kind}: {detail}" capped at 512 bytes
+- exits       process exit codes, read from the generated WorkerExit enum
+- config      the TELHA_* environment
+- job         Job: what a handler receives, and its content (local blob or ReadBlob)
+- driver      one handler over one job: single-shot bytes or streamed partials
+- heartbeat   in-flight leases and the heartbeat thread
+- backoff     capped exponential backoff for reconnecting
+- rpc         CoreClient: the typed WorkerService client (auth, deadlines, retries)
+- consumer    WorkerConsumer.run(): poll, dispatch, heartbeat, stop on SIGTERM
+- conformance run a handler without a core; golden, determinism and span checks
+- _proto      generated gRPC stubs of proto/telha/v1/telha.proto
+"""
+
+from .config import ConfigError, WorkerConfig
+from .consumer import WorkerConsumer
+from .driver import Handler, HandlerResult, Outcome
+from .exits import EXIT_CONFIG, EXIT_OK, EXIT_OOM
+from .failures import (
+    FAILURE_REASON_MAX_BYTES,
+    FetchFailed,
+    InvalidInput,
+    TooLarge,
+    Unsupported,
+    WorkerFailure,
+    describe_failure,
+)
+from .heartbeat import HEARTBEAT_INTERVAL_SECS
+from .job import Content, Job
+from .normalize import normalize_canonical
+from .result import (
+    BuilderError,
+    BuilderTypeError,
+    Candidate,
+    IngestionResultBuilder,
+    NodeRef,
+    SpanRef,
+    ValidTime,
+)
+
+__all__ = [
+    "EXIT_CONFIG",
+    "EXIT_OK",
+    "EXIT_OOM",
+    "FAILURE_REASON_MAX_BYTES",
+    "HEARTBEAT_INTERVAL_SECS",
+    "BuilderError",
+    "BuilderTypeError",
+    "Candidate",
+    "ConfigError",
+    "Content",
+    "FetchFailed",
+    "Handler",
+    "HandlerResult",
+    "IngestionResultBuilder",
+    "InvalidInput",
+    "Job",
+    "NodeRef",
+    "Outcome",
+    "SpanRef",
+    "TooLarge",
+    "Unsupported",
+    "ValidTime",
+    "WorkerConfig",
+    "WorkerConsumer",
+    "WorkerFailure",
+    "describe_failure",
+    "normalize_canonical",
+]

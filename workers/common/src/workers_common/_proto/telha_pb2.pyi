@@ -1,0 +1,281 @@
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class WorkerExit(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    WORKER_EXIT_OK: _ClassVar[WorkerExit]
+    WORKER_EXIT_CONFIG: _ClassVar[WorkerExit]
+    WORKER_EXIT_OOM: _ClassVar[WorkerExit]
+WORKER_EXIT_OK: WorkerExit
+WORKER_EXIT_CONFIG: WorkerExit
+WORKER_EXIT_OOM: WorkerExit
+
+class PollJobsRequest(_message.Message):
+    __slots__ = ("worker_id", "formats", "max_in_flight")
+    WORKER_ID_FIELD_NUMBER: _ClassVar[int]
+    FORMATS_FIELD_NUMBER: _ClassVar[int]
+    MAX_IN_FLIGHT_FIELD_NUMBER: _ClassVar[int]
+    worker_id: str
+    formats: _containers.RepeatedScalarFieldContainer[str]
+    max_in_flight: int
+    def __init__(self, worker_id: _Optional[str] = ..., formats: _Optional[_Iterable[str]] = ..., max_in_flight: _Optional[int] = ...) -> None: ...
+
+class JobPayload(_message.Message):
+    __slots__ = ("job_id", "tenant_id", "organization_id", "kind", "payload_json", "lease_deadline", "attempts", "attempt")
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    ORGANIZATION_ID_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    PAYLOAD_JSON_FIELD_NUMBER: _ClassVar[int]
+    LEASE_DEADLINE_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    job_id: str
+    tenant_id: str
+    organization_id: str
+    kind: str
+    payload_json: str
+    lease_deadline: int
+    attempts: int
+    attempt: int
+    def __init__(self, job_id: _Optional[str] = ..., tenant_id: _Optional[str] = ..., organization_id: _Optional[str] = ..., kind: _Optional[str] = ..., payload_json: _Optional[str] = ..., lease_deadline: _Optional[int] = ..., attempts: _Optional[int] = ..., attempt: _Optional[int] = ...) -> None: ...
+
+class IngestionResult(_message.Message):
+    __slots__ = ("job_id", "success", "result_json", "failure_reason", "permanent", "worker_id", "attempt")
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    SUCCESS_FIELD_NUMBER: _ClassVar[int]
+    RESULT_JSON_FIELD_NUMBER: _ClassVar[int]
+    FAILURE_REASON_FIELD_NUMBER: _ClassVar[int]
+    PERMANENT_FIELD_NUMBER: _ClassVar[int]
+    WORKER_ID_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    job_id: str
+    success: bool
+    result_json: bytes
+    failure_reason: str
+    permanent: bool
+    worker_id: str
+    attempt: int
+    def __init__(self, job_id: _Optional[str] = ..., success: _Optional[bool] = ..., result_json: _Optional[bytes] = ..., failure_reason: _Optional[str] = ..., permanent: _Optional[bool] = ..., worker_id: _Optional[str] = ..., attempt: _Optional[int] = ...) -> None: ...
+
+class SubmitResponse(_message.Message):
+    __slots__ = ("accepted", "node_ids", "lease_deadline", "reason")
+    ACCEPTED_FIELD_NUMBER: _ClassVar[int]
+    NODE_IDS_FIELD_NUMBER: _ClassVar[int]
+    LEASE_DEADLINE_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    accepted: bool
+    node_ids: _containers.RepeatedScalarFieldContainer[str]
+    lease_deadline: int
+    reason: str
+    def __init__(self, accepted: _Optional[bool] = ..., node_ids: _Optional[_Iterable[str]] = ..., lease_deadline: _Optional[int] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class HeartbeatRequest(_message.Message):
+    __slots__ = ("worker_id", "job_ids", "leases")
+    WORKER_ID_FIELD_NUMBER: _ClassVar[int]
+    JOB_IDS_FIELD_NUMBER: _ClassVar[int]
+    LEASES_FIELD_NUMBER: _ClassVar[int]
+    worker_id: str
+    job_ids: _containers.RepeatedScalarFieldContainer[str]
+    leases: _containers.RepeatedCompositeFieldContainer[LeaseRef]
+    def __init__(self, worker_id: _Optional[str] = ..., job_ids: _Optional[_Iterable[str]] = ..., leases: _Optional[_Iterable[_Union[LeaseRef, _Mapping]]] = ...) -> None: ...
+
+class LeaseRef(_message.Message):
+    __slots__ = ("job_id", "attempt")
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    job_id: str
+    attempt: int
+    def __init__(self, job_id: _Optional[str] = ..., attempt: _Optional[int] = ...) -> None: ...
+
+class HeartbeatResponse(_message.Message):
+    __slots__ = ("job_ids", "lease_deadline")
+    JOB_IDS_FIELD_NUMBER: _ClassVar[int]
+    LEASE_DEADLINE_FIELD_NUMBER: _ClassVar[int]
+    job_ids: _containers.RepeatedScalarFieldContainer[str]
+    lease_deadline: int
+    def __init__(self, job_ids: _Optional[_Iterable[str]] = ..., lease_deadline: _Optional[int] = ...) -> None: ...
+
+class ReadBlobRequest(_message.Message):
+    __slots__ = ("job_id", "attempt", "worker_id")
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    WORKER_ID_FIELD_NUMBER: _ClassVar[int]
+    job_id: str
+    attempt: int
+    worker_id: str
+    def __init__(self, job_id: _Optional[str] = ..., attempt: _Optional[int] = ..., worker_id: _Optional[str] = ...) -> None: ...
+
+class BlobChunk(_message.Message):
+    __slots__ = ("data",)
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    data: bytes
+    def __init__(self, data: _Optional[bytes] = ...) -> None: ...
+
+class SubmitJobRequest(_message.Message):
+    __slots__ = ("header", "chunk")
+    HEADER_FIELD_NUMBER: _ClassVar[int]
+    CHUNK_FIELD_NUMBER: _ClassVar[int]
+    header: SubmitHeader
+    chunk: bytes
+    def __init__(self, header: _Optional[_Union[SubmitHeader, _Mapping]] = ..., chunk: _Optional[bytes] = ...) -> None: ...
+
+class SubmitHeader(_message.Message):
+    __slots__ = ("tenant_id", "organization_id", "format", "name", "options_json", "url")
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    ORGANIZATION_ID_FIELD_NUMBER: _ClassVar[int]
+    FORMAT_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    OPTIONS_JSON_FIELD_NUMBER: _ClassVar[int]
+    URL_FIELD_NUMBER: _ClassVar[int]
+    tenant_id: str
+    organization_id: str
+    format: str
+    name: str
+    options_json: str
+    url: str
+    def __init__(self, tenant_id: _Optional[str] = ..., organization_id: _Optional[str] = ..., format: _Optional[str] = ..., name: _Optional[str] = ..., options_json: _Optional[str] = ..., url: _Optional[str] = ...) -> None: ...
+
+class GetJobRequest(_message.Message):
+    __slots__ = ("job_id", "tenant_id")
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    job_id: str
+    tenant_id: str
+    def __init__(self, job_id: _Optional[str] = ..., tenant_id: _Optional[str] = ...) -> None: ...
+
+class ListJobsRequest(_message.Message):
+    __slots__ = ("state", "format", "tenant_id", "page_size", "page_token")
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    FORMAT_FIELD_NUMBER: _ClassVar[int]
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    state: str
+    format: str
+    tenant_id: str
+    page_size: int
+    page_token: str
+    def __init__(self, state: _Optional[str] = ..., format: _Optional[str] = ..., tenant_id: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ListJobsResponse(_message.Message):
+    __slots__ = ("jobs", "next_page_token")
+    JOBS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    jobs: _containers.RepeatedCompositeFieldContainer[Job]
+    next_page_token: str
+    def __init__(self, jobs: _Optional[_Iterable[_Union[Job, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class Failure(_message.Message):
+    __slots__ = ("attempt", "kind", "permanent", "reason", "at", "worker_id", "exit_code", "signal", "stderr_tail", "peak_rss_bytes")
+    ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    PERMANENT_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    AT_FIELD_NUMBER: _ClassVar[int]
+    WORKER_ID_FIELD_NUMBER: _ClassVar[int]
+    EXIT_CODE_FIELD_NUMBER: _ClassVar[int]
+    SIGNAL_FIELD_NUMBER: _ClassVar[int]
+    STDERR_TAIL_FIELD_NUMBER: _ClassVar[int]
+    PEAK_RSS_BYTES_FIELD_NUMBER: _ClassVar[int]
+    attempt: int
+    kind: str
+    permanent: bool
+    reason: str
+    at: int
+    worker_id: str
+    exit_code: int
+    signal: int
+    stderr_tail: str
+    peak_rss_bytes: int
+    def __init__(self, attempt: _Optional[int] = ..., kind: _Optional[str] = ..., permanent: _Optional[bool] = ..., reason: _Optional[str] = ..., at: _Optional[int] = ..., worker_id: _Optional[str] = ..., exit_code: _Optional[int] = ..., signal: _Optional[int] = ..., stderr_tail: _Optional[str] = ..., peak_rss_bytes: _Optional[int] = ...) -> None: ...
+
+class Job(_message.Message):
+    __slots__ = ("id", "name", "tenant_id", "organization_id", "format", "state", "attempts", "failures", "options_json", "url", "content_blake3", "content_size", "created_at", "updated_at", "next_attempt_at", "worker_id", "lease_attempt", "lease_deadline", "submission_hash", "node_count", "parents", "children", "unchanged")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    ORGANIZATION_ID_FIELD_NUMBER: _ClassVar[int]
+    FORMAT_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
+    FAILURES_FIELD_NUMBER: _ClassVar[int]
+    OPTIONS_JSON_FIELD_NUMBER: _ClassVar[int]
+    URL_FIELD_NUMBER: _ClassVar[int]
+    CONTENT_BLAKE3_FIELD_NUMBER: _ClassVar[int]
+    CONTENT_SIZE_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    UPDATED_AT_FIELD_NUMBER: _ClassVar[int]
+    NEXT_ATTEMPT_AT_FIELD_NUMBER: _ClassVar[int]
+    WORKER_ID_FIELD_NUMBER: _ClassVar[int]
+    LEASE_ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    LEASE_DEADLINE_FIELD_NUMBER: _ClassVar[int]
+    SUBMISSION_HASH_FIELD_NUMBER: _ClassVar[int]
+    NODE_COUNT_FIELD_NUMBER: _ClassVar[int]
+    PARENTS_FIELD_NUMBER: _ClassVar[int]
+    CHILDREN_FIELD_NUMBER: _ClassVar[int]
+    UNCHANGED_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    name: str
+    tenant_id: str
+    organization_id: str
+    format: str
+    state: str
+    attempts: int
+    failures: _containers.RepeatedCompositeFieldContainer[Failure]
+    options_json: str
+    url: str
+    content_blake3: str
+    content_size: int
+    created_at: int
+    updated_at: int
+    next_attempt_at: int
+    worker_id: str
+    lease_attempt: int
+    lease_deadline: int
+    submission_hash: str
+    node_count: int
+    parents: _containers.RepeatedScalarFieldContainer[str]
+    children: _containers.RepeatedScalarFieldContainer[str]
+    unchanged: bool
+    def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., tenant_id: _Optional[str] = ..., organization_id: _Optional[str] = ..., format: _Optional[str] = ..., state: _Optional[str] = ..., attempts: _Optional[int] = ..., failures: _Optional[_Iterable[_Union[Failure, _Mapping]]] = ..., options_json: _Optional[str] = ..., url: _Optional[str] = ..., content_blake3: _Optional[str] = ..., content_size: _Optional[int] = ..., created_at: _Optional[int] = ..., updated_at: _Optional[int] = ..., next_attempt_at: _Optional[int] = ..., worker_id: _Optional[str] = ..., lease_attempt: _Optional[int] = ..., lease_deadline: _Optional[int] = ..., submission_hash: _Optional[str] = ..., node_count: _Optional[int] = ..., parents: _Optional[_Iterable[str]] = ..., children: _Optional[_Iterable[str]] = ..., unchanged: _Optional[bool] = ...) -> None: ...
+
+class GetStatusRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class QueueDepth(_message.Message):
+    __slots__ = ("format", "state", "count")
+    FORMAT_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    format: str
+    state: str
+    count: int
+    def __init__(self, format: _Optional[str] = ..., state: _Optional[str] = ..., count: _Optional[int] = ...) -> None: ...
+
+class Status(_message.Message):
+    __slots__ = ("queue", "known_formats", "pollers")
+    QUEUE_FIELD_NUMBER: _ClassVar[int]
+    KNOWN_FORMATS_FIELD_NUMBER: _ClassVar[int]
+    POLLERS_FIELD_NUMBER: _ClassVar[int]
+    queue: _containers.RepeatedCompositeFieldContainer[QueueDepth]
+    known_formats: _containers.RepeatedScalarFieldContainer[str]
+    pollers: _containers.RepeatedCompositeFieldContainer[PollerInfo]
+    def __init__(self, queue: _Optional[_Iterable[_Union[QueueDepth, _Mapping]]] = ..., known_formats: _Optional[_Iterable[str]] = ..., pollers: _Optional[_Iterable[_Union[PollerInfo, _Mapping]]] = ...) -> None: ...
+
+class PollerInfo(_message.Message):
+    __slots__ = ("worker_id", "formats", "in_flight")
+    WORKER_ID_FIELD_NUMBER: _ClassVar[int]
+    FORMATS_FIELD_NUMBER: _ClassVar[int]
+    IN_FLIGHT_FIELD_NUMBER: _ClassVar[int]
+    worker_id: str
+    formats: _containers.RepeatedScalarFieldContainer[str]
+    in_flight: int
+    def __init__(self, worker_id: _Optional[str] = ..., formats: _Optional[_Iterable[str]] = ..., in_flight: _Optional[int] = ...) -> None: ...

@@ -1,0 +1,84 @@
+"""The worker's configuration, read from the TELHA_* environment (DESIGN.md §7).
+
+The supervisor sets these for the workers it spawns; a worker started by hand on another
+host sets the same ones. Anything missing or malformed is a ConfigError, which the consumer
+turns into the CONFIG exit code: respawning a misconfigured worker cannot help.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+__all__ = ["ConfigError", "WorkerConfig"]
+
+_HOST_PORT = re.compile(r"(?P<host>\[[0-9A-Fa-f:.]+\]|[^\s:/\[\]]+):(?P<port>[0-9]{1,5})\Z")
+# Format names are lowercase, like the core's ("csv", "code-archive").
+_FORMAT = re.compile(r"[a-z0-9][a-z0-9_.+-]*\Z")
+
+
+class ConfigError(Exception):
+    """The TELHA_* environment is missing a variable or holds a malformed value."""
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerConfig:
+    """Where the core is, who this worker is, and what it handles."""
+
+    core_addr: str
+    """`host:port` or `unix:/absolute/path`, as gRPC targets spell them."""
+    worker_id: str
+    token: str
+    formats: tuple[str, ...]
+
+    @property
+    def is_unix(self) -> bool:
+        return self.core_addr.startswith("unix:")
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> WorkerConfig:
+        """Reads TELHA_CORE_ADDR, TELHA_WORKER_ID, TELHA_TOKEN and TELHA_FORMATS."""
+        return cls(
+            core_addr=_core_addr(_required(env, "TELHA_CORE_ADDR")),
+            worker_id=_required(env, "TELHA_WORKER_ID"),
+            token=_token(_required(env, "TELHA_TOKEN")),
+            formats=_formats(_required(env, "TELHA_FORMATS")),
+        )
+
+
+def _required(env: Mapping[str, str], name: str) -> str:
+    value = env.get(name, "").strip()
+    if not value:
+        raise ConfigError(f"{name} is not set")
+    return value
+
+
+def _core_addr(value: str) -> str:
+    if value.startswith("unix:"):
+        path = value.removeprefix("unix:")
+        # grpc reads "unix:relative" as relative and "unix:///abs" as absolute; insisting
+        # on one spelling keeps an operator's typo from connecting somewhere surprising.
+        if not path.startswith("/") or path.startswith("//"):
+            raise ConfigError(f"TELHA_CORE_ADDR={value!r}: want unix:/absolute/path")
+        return value
+    match = _HOST_PORT.match(value)
+    if match is None or not 0 < int(match["port"]) < 65536:
+        raise ConfigError(f"TELHA_CORE_ADDR={value!r}: want host:port or unix:/path")
+    return value
+
+
+def _token(value: str) -> str:
+    # It travels as an HTTP/2 header value: visible ASCII only, or every call would fail.
+    if not all("!" <= char <= "~" for char in value):
+        raise ConfigError("TELHA_TOKEN must be printable ASCII without spaces")
+    return value
+
+
+def _formats(value: str) -> tuple[str, ...]:
+    formats = tuple(part.strip() for part in value.split(","))
+    for fmt in formats:
+        if not _FORMAT.match(fmt):
+            raise ConfigError(f"TELHA_FORMATS={value!r}: {fmt!r} is not a format name")
+    # Order kept as given; duplicates are dropped so the core sees each format once.
+    return tuple(dict.fromkeys(formats))

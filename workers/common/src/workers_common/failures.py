@@ -1,0 +1,91 @@
+"""The failure taxonomy a worker reports over the wire (DESIGN.md §6, worker-raised rows).
+
+A handler raises a typed WorkerFailure subclass; anything else that escapes it is reported
+as `transient`. `describe_failure` is the one place that turns an exception into the wire's
+`(failure_reason, permanent)`: `"{kind}: {detail}"`, at most 512 bytes, cut on a UTF-8
+boundary so the core never receives a broken character.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, NamedTuple
+
+__all__ = [
+    "FAILURE_REASON_MAX_BYTES",
+    "FailureReport",
+    "FetchFailed",
+    "InvalidInput",
+    "TooLarge",
+    "Unsupported",
+    "WorkerFailure",
+    "cap_utf8",
+    "describe_failure",
+]
+
+FAILURE_REASON_MAX_BYTES = 512
+"""The core stores at most this many bytes of a failure reason."""
+
+
+class WorkerFailure(Exception):
+    """A failure the worker reports on purpose; retryable unless a subclass says otherwise."""
+
+    kind: ClassVar[str] = "transient"
+    permanent: ClassVar[bool] = False
+
+
+class InvalidInput(WorkerFailure):
+    """The bytes are not a valid instance of the format."""
+
+    kind = "invalid_input"
+    permanent = True
+
+
+class Unsupported(WorkerFailure):
+    """Valid input this worker cannot handle (encrypted, scanned without the OCR extra, …)."""
+
+    kind = "unsupported"
+    permanent = True
+
+
+class TooLarge(WorkerFailure):
+    """Over a configured size limit."""
+
+    kind = "too_large"
+    permanent = True
+
+
+class FetchFailed(WorkerFailure):
+    """A network fetch failed; worth another attempt later."""
+
+    kind = "fetch_failed"
+    permanent = False
+
+
+class FailureReport(NamedTuple):
+    """What goes into IngestionResult for a failed attempt."""
+
+    reason: str
+    permanent: bool
+
+
+def cap_utf8(text: str, max_bytes: int) -> str:
+    """Returns the longest prefix of `text` whose UTF-8 encoding fits in `max_bytes`."""
+    encoded = text.encode("utf-8")
+    if len(encoded) <= max_bytes:
+        return text
+    # Dropping an incomplete trailing sequence is exactly what errors="ignore" does to
+    # the cut bytes; anything before the cut is complete, so nothing else is lost.
+    return encoded[:max_bytes].decode("utf-8", errors="ignore")
+
+
+def describe_failure(error: BaseException) -> FailureReport:
+    """Classifies an exception that escaped a handler into the wire's reason and permanence."""
+    if isinstance(error, WorkerFailure):
+        kind, permanent = error.kind, error.permanent
+        detail = str(error) or type(error).__name__
+    else:
+        kind, permanent = WorkerFailure.kind, WorkerFailure.permanent
+        # The class name says what went wrong when the message alone does not ("KeyError: 'x'").
+        message = str(error)
+        detail = f"{type(error).__name__}: {message}" if message else type(error).__name__
+    return FailureReport(cap_utf8(f"{kind}: {detail}", FAILURE_REASON_MAX_BYTES), permanent)

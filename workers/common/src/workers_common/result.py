@@ -1,0 +1,505 @@
+"""IngestionResultBuilder: the only way a worker assembles a wire v1 submission.
+
+The builder makes the protocol hard to get wrong: text is normalized once, as it arrives,
+so every span is a UTF-8 byte range of the canonical text the core will store; a ref that
+does not exist, an edge with two sources, an offset outside the text or inside a UTF-8
+sequence all raise BuilderError at the call that made the mistake, where the traceback
+points at the worker's bug, instead of as a `protocol` failure from the core much later.
+
+Streaming workers build one builder per partial with `base_offset` set to the previous
+partial's `end_offset`: offsets stay global into the accumulated text while each partial
+carries only its own slice of it.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any, Literal
+
+from .normalize import normalize_canonical
+from .wire import WIRE_VERSION, JsonValue, canonical_json, json_value
+
+__all__ = [
+    "BuilderError",
+    "BuilderTypeError",
+    "Candidate",
+    "IngestionResultBuilder",
+    "NodeRef",
+    "SpanRef",
+    "ValidTime",
+    "clarify_enabled",
+]
+
+# Labels and edge types are identifiers (PARAGRAPH, IN_REPLY_TO): the core and graph
+# queries name them, so spaces and punctuation would only cause trouble later.
+_IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")
+_HEX = re.compile(r"[0-9a-f]{32,128}\Z")
+_CLARIFY_WORDS = frozenset({"true", "1", "yes", "on"})
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+class BuilderError(ValueError):
+    """The builder was used in a way that would produce an invalid submission."""
+
+
+class BuilderTypeError(BuilderError, TypeError):
+    """An argument has the wrong type (a plain int where a ref is due, a naive datetime, …)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SpanRef:
+    """A span added to one builder; only that builder accepts it."""
+
+    index: int
+    owner: object = field(repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class NodeRef:
+    """A node added to one builder; only that builder accepts it."""
+
+    index: int
+    owner: object = field(repr=False)
+
+
+def _micros(value: object, what: str) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise BuilderTypeError(f"{what} must be int microseconds, not {type(value).__name__}")
+    return value
+
+
+def _interval(valid_from: object, valid_to: object, what: str) -> dict[str, JsonValue]:
+    start = _micros(valid_from, f"{what}.valid_from")
+    out: dict[str, JsonValue] = {"validFrom": start}
+    if valid_to is not None:
+        end = _micros(valid_to, f"{what}.valid_to")
+        if end <= start:
+            raise BuilderError(f"{what}: valid_to ({end}) must be after valid_from ({start})")
+        out["validTo"] = end
+    return out
+
+
+def _aware_micros(moment: object, what: str) -> int:
+    if not isinstance(moment, datetime):
+        raise BuilderTypeError(f"{what} must be a datetime, not {type(moment).__name__}")
+    # A naive datetime means "local time", which depends on TZ: refusing it keeps output
+    # identical on every machine (the determinism bar).
+    if moment.utcoffset() is None:
+        raise BuilderTypeError(f"{what} is a naive datetime; give it a tzinfo")
+    return (moment - _EPOCH) // timedelta(microseconds=1)
+
+
+@dataclass(frozen=True, slots=True)
+class ValidTime:
+    """A node version's valid-time interval, in Unix microseconds; `valid_to` is exclusive."""
+
+    valid_from: int
+    valid_to: int | None = None
+
+    def __post_init__(self) -> None:
+        self.to_wire()  # a bad interval raises where it was made
+
+    @classmethod
+    def from_datetimes(cls, valid_from: datetime, valid_to: datetime | None = None) -> ValidTime:
+        """Builds the interval from timezone-aware datetimes (naive ones are refused)."""
+        end = None if valid_to is None else _aware_micros(valid_to, "valid_to")
+        return cls(_aware_micros(valid_from, "valid_from"), end)
+
+    def to_wire(self) -> dict[str, JsonValue]:
+        return _interval(self.valid_from, self.valid_to, "valid_time")
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """One reading of a temporally ambiguous fact; the first candidate is the best guess."""
+
+    label: str
+    valid_from: int
+    valid_to: int | None = None
+
+    def __post_init__(self) -> None:
+        self.to_wire()  # a bad candidate raises where it was made
+
+    def to_wire(self) -> dict[str, JsonValue]:
+        if not isinstance(self.label, str) or not self.label:
+            raise BuilderError("candidate label must be a non-empty str")
+        return {"label": self.label, **_interval(self.valid_from, self.valid_to, "candidate")}
+
+
+def clarify_enabled(options: Mapping[str, object] | None) -> bool:
+    """Whether a job's options turn on ambiguity detection (`--option clarify=true`)."""
+    if not options:
+        return False
+    value = options.get("clarify")
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return value == 1
+    return isinstance(value, str) and value.strip().lower() in _CLARIFY_WORDS
+
+
+def _text(value: object, what: str) -> str:
+    if not isinstance(value, str):
+        raise BuilderTypeError(f"{what} must be str, not {type(value).__name__}")
+    if not value:
+        raise BuilderError(f"{what} must not be empty")
+    return value
+
+
+def _identifier(value: object, what: str) -> str:
+    text = _text(value, what)
+    if not _IDENTIFIER.match(text):
+        raise BuilderError(f"{what} {text!r} is not an identifier ([A-Za-z][A-Za-z0-9_]*)")
+    return text
+
+
+def _object(value: object, what: str) -> dict[str, JsonValue]:
+    if not isinstance(value, Mapping):
+        raise BuilderTypeError(f"{what} must be a mapping, not {type(value).__name__}")
+    try:
+        copied = json_value(value, what)
+    except TypeError as err:
+        raise BuilderTypeError(str(err)) from err
+    except ValueError as err:
+        raise BuilderError(str(err)) from err
+    assert isinstance(copied, dict)
+    return copied
+
+
+def _confidence(value: object, what: str) -> float:
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        raise BuilderTypeError(f"{what} must be a number, not {type(value).__name__}")
+    if not 0.0 <= value <= 1.0:  # also false for NaN
+        raise BuilderError(f"{what} must be within [0, 1], not {value!r}")
+    return float(value)
+
+
+class IngestionResultBuilder:
+    """Assembles one wire v1 submission (or one partial of a streamed one).
+
+    Text comes in one of two ways, not mixed: appended piece by piece (`add_text`,
+    `add_span_text`), or set whole once (`set_canonical_text`) with spans carved out of it
+    by `add_span_range`. Offsets are UTF-8 byte offsets into normalized text, global:
+    `base_offset` plus the position in this builder's text.
+    """
+
+    def __init__(
+        self,
+        *,
+        base_offset: int = 0,
+        clarify: bool | None = None,
+        options: Mapping[str, object] | None = None,
+    ) -> None:
+        if not isinstance(base_offset, int) or isinstance(base_offset, bool):
+            raise BuilderTypeError("base_offset must be int")
+        if base_offset < 0:
+            raise BuilderError(f"base_offset must be >= 0, not {base_offset}")
+        self._base = base_offset
+        self._clarify = clarify_enabled(options) if clarify is None else bool(clarify)
+        self._owner = object()
+        self._text_mode: Literal["append", "set"] | None = None
+        self._pieces: list[str] = []
+        self._bytes = bytearray()
+        self._spans: list[dict[str, JsonValue]] = []
+        self._nodes: list[dict[str, Any]] = []
+        self._node_ids: set[str] = set()
+        self._relationships: list[dict[str, JsonValue]] = []
+        self._stats: dict[str, JsonValue] = {}
+        self._content_hash: str | None = None
+        self._child_jobs: list[dict[str, JsonValue]] = []
+        self._child_names: set[str] = set()
+        self._ambiguities: list[dict[str, JsonValue]] = []
+
+    # -- what a caller may read ------------------------------------------------------------
+
+    @property
+    def base_offset(self) -> int:
+        """Global byte offset at which this builder's text starts."""
+        return self._base
+
+    @property
+    def byte_length(self) -> int:
+        """UTF-8 length of this builder's (normalized) canonical text."""
+        return len(self._bytes)
+
+    @property
+    def end_offset(self) -> int:
+        """Global offset just past this builder's text: the next partial's `base_offset`."""
+        return self._base + len(self._bytes)
+
+    @property
+    def canonical_text(self) -> str:
+        """This builder's canonical text, normalized (only this partial's slice)."""
+        return "".join(self._pieces)
+
+    @property
+    def clarify(self) -> bool:
+        """Whether add_ambiguity records anything (options.clarify)."""
+        return self._clarify
+
+    # -- text and spans --------------------------------------------------------------------
+
+    def _append(self, text: object) -> tuple[int, int]:
+        if not isinstance(text, str):
+            raise BuilderTypeError(f"text must be str, not {type(text).__name__}")
+        if self._text_mode == "set":
+            raise BuilderError("set_canonical_text was used: text cannot also be appended")
+        normalized = normalize_canonical(text)
+        try:
+            encoded = normalized.encode("utf-8")
+        except UnicodeEncodeError as err:
+            # Lone surrogates (e.g. from errors="surrogateescape") have no UTF-8 form.
+            raise BuilderError(f"text is not encodable as UTF-8: {err.reason}") from err
+        if self._text_mode is None:
+            self._text_mode = "append"
+        start = self.end_offset
+        self._pieces.append(normalized)
+        self._bytes += encoded
+        return start, self.end_offset
+
+    def add_text(self, text: str) -> None:
+        """Appends (normalized) text that belongs to no span, e.g. a separator."""
+        self._append(text)
+
+    def add_span_text(self, text: str, *, kind: str = "text") -> SpanRef:
+        """Appends (normalized) text and registers its byte range as a span."""
+        kind = _text(kind, "span kind")
+        start, end = self._append(text)
+        if start == end:
+            raise BuilderError("add_span_text: text is empty after normalization")
+        return self._add_span(start, end, kind)
+
+    def set_canonical_text(self, text: str) -> None:
+        """Sets this builder's whole canonical text at once (normalized); only once."""
+        if self._text_mode is not None:
+            raise BuilderError("canonical text was already given to this builder")
+        self._append(text)
+        self._text_mode = "set"
+
+    def _check_offset(self, offset: object, what: str) -> int:
+        if not isinstance(offset, int) or isinstance(offset, bool):
+            raise BuilderTypeError(f"{what} must be int, not {type(offset).__name__}")
+        value = offset
+        local = value - self._base
+        if not 0 <= local <= len(self._bytes):
+            raise BuilderError(
+                f"{what} {value} is outside the text [{self._base}, {self.end_offset}]"
+            )
+        if local < len(self._bytes) and self._bytes[local] & 0xC0 == 0x80:
+            raise BuilderError(f"{what} {value} falls inside a UTF-8 sequence")
+        return value
+
+    def add_span_range(self, start: int, end: int, *, kind: str = "text") -> SpanRef:
+        """Registers the byte range [start, end) of the canonical text (global offsets)."""
+        kind = _text(kind, "span kind")
+        begin = self._check_offset(start, "start")
+        finish = self._check_offset(end, "end")
+        if begin >= finish:
+            raise BuilderError(f"span [{begin}, {finish}) is empty or reversed")
+        return self._add_span(begin, finish, kind)
+
+    def _add_span(self, start: int, end: int, kind: str) -> SpanRef:
+        self._spans.append({"start": start, "end": end, "kind": kind})
+        return SpanRef(len(self._spans) - 1, self._owner)
+
+    # -- nodes and edges -------------------------------------------------------------------
+
+    def _span_index(self, ref: object) -> int:
+        if not isinstance(ref, SpanRef):
+            raise BuilderTypeError(f"expected a SpanRef, not {type(ref).__name__}")
+        if ref.owner is not self._owner or not 0 <= ref.index < len(self._spans):
+            raise BuilderError(f"span ref {ref.index} does not belong to this builder")
+        return ref.index
+
+    def _node_index(self, ref: object, what: str = "node ref") -> int:
+        if not isinstance(ref, NodeRef):
+            raise BuilderTypeError(f"{what}: expected a NodeRef, not {type(ref).__name__}")
+        if ref.owner is not self._owner or not 0 <= ref.index < len(self._nodes):
+            raise BuilderError(f"{what} {ref.index} does not belong to this builder")
+        return ref.index
+
+    def add_node(
+        self,
+        labels: Sequence[str],
+        properties: Mapping[str, Any] | None = None,
+        *,
+        spans: Sequence[SpanRef] = (),
+        valid_time: ValidTime | None = None,
+        id: str | None = None,
+    ) -> NodeRef:
+        """Adds a node; `id` makes it a deterministic identity the core upserts on."""
+        if isinstance(labels, str) or not isinstance(labels, Sequence):
+            raise BuilderTypeError("labels must be a sequence of str")
+        checked = [_identifier(label, "label") for label in labels]
+        if not checked:
+            raise BuilderError("a node needs at least one label")
+        if len(set(checked)) != len(checked):
+            raise BuilderError(f"duplicate labels in {checked}")
+        node: dict[str, Any] = {
+            "labels": checked,
+            "properties": _object(properties or {}, "properties"),
+            "spanRefs": [],
+        }
+        for span in spans:
+            index = self._span_index(span)
+            if index not in node["spanRefs"]:
+                node["spanRefs"].append(index)
+        if valid_time is not None:
+            if not isinstance(valid_time, ValidTime):
+                raise BuilderTypeError("valid_time must be a ValidTime")
+            node["validTime"] = valid_time.to_wire()
+        if id is not None:
+            node_id = _text(id, "id")
+            if node_id in self._node_ids:
+                raise BuilderError(f"id {node_id!r} is already used by a node of this submission")
+            self._node_ids.add(node_id)
+            node["id"] = node_id
+        self._nodes.append(node)
+        return NodeRef(len(self._nodes) - 1, self._owner)
+
+    def attach_span(self, node_ref: NodeRef, span_ref: SpanRef) -> None:
+        """Links a span to a node added earlier (attaching twice changes nothing)."""
+        node = self._nodes[self._node_index(node_ref)]
+        index = self._span_index(span_ref)
+        if index not in node["spanRefs"]:
+            node["spanRefs"].append(index)
+
+    def add_relationship(
+        self,
+        edge_type: str,
+        *,
+        from_ref: NodeRef | None = None,
+        from_id: str | None = None,
+        to_ref: NodeRef | None = None,
+        to_id: str | None = None,
+        properties: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Adds an edge; each end is a node of this submission (`*_ref`) or any node by id."""
+        edge: dict[str, JsonValue] = {"type": _identifier(edge_type, "edge type")}
+        for end, ref, node_id in (("from", from_ref, from_id), ("to", to_ref, to_id)):
+            if (ref is None) == (node_id is None):
+                raise BuilderError(f"give exactly one of {end}_ref and {end}_id")
+            if ref is not None:
+                edge[f"{end}Ref"] = self._node_index(ref, f"{end}_ref")
+            else:
+                edge[f"{end}Id"] = _text(node_id, f"{end}_id")
+        edge["properties"] = _object(properties or {}, "properties")
+        self._relationships.append(edge)
+
+    # -- the rest of the submission --------------------------------------------------------
+
+    def set_stats(self, stats: Mapping[str, Any]) -> None:
+        """Sets the submission's free-form `stats` object (e.g. rows, dirty counts)."""
+        self._stats = _object(stats, "stats")
+
+    def set_content_hash(self, hex_digest: str) -> None:
+        """Sets the source's content hash (lowercase hex) for recrawl dedup."""
+        digest = _text(hex_digest, "content hash")
+        if not _HEX.match(digest):
+            raise BuilderError(f"content hash {digest!r} is not 32-128 lowercase hex digits")
+        self._content_hash = digest
+
+    def add_child_job(
+        self,
+        format: str,
+        name: str,
+        *,
+        options: Mapping[str, Any] | None = None,
+        content: bytes | None = None,
+    ) -> None:
+        """Asks the core to enqueue a child job (an attachment, a crawled page, a file)."""
+        child: dict[str, JsonValue] = {"format": _text(format, "format")}
+        child_name = _text(name, "name")
+        if child_name in self._child_names:
+            raise BuilderError(f"child job {child_name!r} is already in this submission")
+        child["name"] = child_name
+        if options:
+            child["options"] = _object(options, "options")
+        if content is not None:
+            if not isinstance(content, bytes | bytearray | memoryview):
+                raise BuilderTypeError(f"content must be bytes, not {type(content).__name__}")
+            child["contentB64"] = base64.b64encode(bytes(content)).decode("ascii")
+        self._child_names.add(child_name)
+        self._child_jobs.append(child)
+
+    def add_ambiguity(
+        self,
+        node_ref: NodeRef,
+        kind: str,
+        candidates: Sequence[Candidate],
+        *,
+        detector_confidence: float,
+        applied_candidate_confidence: float,
+        severity_hint: str | None = None,
+    ) -> int | None:
+        """Records a temporal ambiguity on a node, when options.clarify is on.
+
+        Arguments are checked either way, so a detector's bug shows up in tests that run
+        without clarify; with clarify off nothing is recorded and None is returned,
+        otherwise the ambiguity's index.
+        """
+        entry: dict[str, JsonValue] = {
+            "nodeRef": self._node_index(node_ref),
+            "kind": _text(kind, "ambiguity kind"),
+        }
+        if not isinstance(candidates, Sequence) or not candidates:
+            raise BuilderError("candidates must be a non-empty sequence of Candidate")
+        wire: list[JsonValue] = []
+        for candidate in candidates:
+            if not isinstance(candidate, Candidate):
+                raise BuilderTypeError(f"expected a Candidate, not {type(candidate).__name__}")
+            wire.append(candidate.to_wire())
+        entry["candidates"] = wire
+        entry["detectorConfidence"] = _confidence(detector_confidence, "detector_confidence")
+        entry["appliedCandidateConfidence"] = _confidence(
+            applied_candidate_confidence, "applied_candidate_confidence"
+        )
+        if severity_hint is not None:
+            entry["severityHint"] = _text(severity_hint, "severity_hint")
+        if not self._clarify:
+            return None
+        self._ambiguities.append(entry)
+        return len(self._ambiguities) - 1
+
+    # -- output ----------------------------------------------------------------------------
+
+    def build(self, *, partial: bool | None = None) -> dict[str, Any]:
+        """Returns the submission as a fresh dict in the wire's shape.
+
+        `partial` sets the streaming flag (a generator handler yields `build(partial=False)`
+        to finish the job); left None, the key is absent and the consumer decides.
+        """
+        out: dict[str, Any] = {
+            "v": WIRE_VERSION,
+            "canonicalText": self.canonical_text,
+            "spans": [dict(span) for span in self._spans],
+            "nodes": [_copy_node(node) for node in self._nodes],
+            "relationships": json_value(self._relationships, "relationships"),
+        }
+        if self._stats:
+            out["stats"] = json_value(self._stats, "stats")
+        if self._content_hash is not None:
+            out["contentHash"] = self._content_hash
+        if self._child_jobs:
+            out["childJobs"] = json_value(self._child_jobs, "childJobs")
+        if self._ambiguities:
+            out["ambiguities"] = json_value(self._ambiguities, "ambiguities")
+        if partial is not None:
+            if not isinstance(partial, bool):
+                raise BuilderTypeError("partial must be bool")
+            out["partial"] = partial
+        return out
+
+    def to_json(self, *, partial: bool | None = None) -> bytes:
+        """Returns the submission as canonical UTF-8 JSON, for IngestionResult.result_json."""
+        return canonical_json(self.build(partial=partial))
+
+
+def _copy_node(node: Mapping[str, Any]) -> dict[str, Any]:
+    copied = json_value(node, "node")
+    assert isinstance(copied, dict)
+    return copied

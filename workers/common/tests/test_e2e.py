@@ -1,0 +1,372 @@
+"""End to end: the real `telha serve`, real worker processes, the CLI as an operator runs it.
+
+The core binary is TELHA_BIN or target/debug/telha under the repo root. Until it exists
+these tests skip (TELHA_E2E_REQUIRED=1 makes a missing binary a failure instead). Workers
+join the way a worker on another host would: started by the test with the TELHA_*
+environment pointing at the core's address and token.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import blake3
+import pytest
+
+from example_worker import handle as handle_txt
+from workers_common import EXIT_OK
+from workers_common.conformance import run_handler
+
+from running import WorkerProcess
+from worker_app import STREAM_PARAGRAPHS
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+
+
+def _telha_bin() -> Path:
+    configured = os.environ.get("TELHA_BIN")
+    return Path(configured) if configured else REPO_ROOT / "target" / "debug" / "telha"
+
+
+TELHA_BIN = _telha_bin()
+_MISSING = not (TELHA_BIN.is_file() and os.access(TELHA_BIN, os.X_OK))
+if _MISSING and os.environ.get("TELHA_E2E_REQUIRED") == "1":
+    raise RuntimeError(f"TELHA_E2E_REQUIRED=1 but the core binary {TELHA_BIN} does not exist")
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(
+        _MISSING,
+        reason=f"core binary {TELHA_BIN} not built yet (cargo build, or set TELHA_BIN)",
+    ),
+]
+
+MAX_ATTEMPTS = 3
+LEASE_SECS = 2.0
+FINISHED = frozenset({"succeeded", "dead", "cancelled"})
+
+
+def _client_env() -> dict[str, str]:
+    # The CLI reads TELHA_TOKEN / TELHA_ADDR / TELHA_CONFIG when set: the test's own
+    # environment must not steer it away from the config under test.
+    return {k: v for k, v in os.environ.items() if not k.startswith("TELHA_")}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+class Core:
+    """One `telha serve` with its own supervisor.toml and data dir, restartable."""
+
+    def __init__(self, root: Path, *, port: int = 0) -> None:
+        root.mkdir(parents=True, exist_ok=True)
+        self.root = root
+        self.data_dir = root / "data"
+        self.config = root / "supervisor.toml"
+        self.config.write_text(
+            "[server]\n"
+            f'listen = "127.0.0.1:{port}"\n'
+            f'data_dir = "{self.data_dir}"\n'
+            "[jobs]\n"
+            f"max_attempts = {MAX_ATTEMPTS}\n"
+            f"lease_secs = {LEASE_SECS}\n"
+            "backoff_base_ms = 50\n"
+            "backoff_max_ms = 200\n"
+        )
+        self.log_path = root / "serve.log"
+        self.process: subprocess.Popen[bytes] | None = None
+        self.addr = ""
+        self.token = ""
+
+    def start(self, timeout: float = 30) -> None:
+        addr_file = self.data_dir / "serve.addr"
+        addr_file.unlink(missing_ok=True)  # left by the previous run: wait for the new one
+        with self.log_path.open("ab") as log:
+            self.process = subprocess.Popen(
+                [str(TELHA_BIN), "serve", "--config", str(self.config)],
+                stdout=log,
+                stderr=log,
+                env=_client_env(),
+            )
+        deadline = time.monotonic() + timeout
+        while True:
+            text = addr_file.read_text().strip() if addr_file.exists() else ""
+            if text.count(":") >= 1 and text.rsplit(":", 1)[1].isdigit():
+                break
+            if self.process.poll() is not None:
+                raise AssertionError(f"telha serve exited {self.process.returncode}:\n{self.log()}")
+            if time.monotonic() > deadline:
+                raise AssertionError(
+                    f"telha serve wrote no {addr_file} in {timeout}s:\n{self.log()}"
+                )
+            time.sleep(0.02)
+        self.addr = text
+        self.token = (self.data_dir / "token").read_text().strip()
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+    def kill(self) -> None:
+        """Ends the core the hard way, as a crash would."""
+        assert self.process is not None
+        self.process.kill()
+        self.process.wait()
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")[-4000:]
+
+    # -- the CLI -------------------------------------------------------------------------
+
+    def cli(self, *args: str) -> Any:
+        done = subprocess.run(
+            [str(TELHA_BIN), *args, "--config", str(self.config), "--json"],
+            env=_client_env(),
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        if done.returncode != 0:
+            raise AssertionError(
+                f"telha {' '.join(args)} exited {done.returncode}:\n{done.stderr}\n"
+                f"--- serve log ---\n{self.log()}"
+            )
+        return json.loads(done.stdout)
+
+    def ingest(self, path: Path, *, options: dict[str, Any] | None = None) -> dict[str, Any]:
+        args = ["ingest", "--tenant", "t1", "--format", "txt"]
+        for key, value in (options or {}).items():
+            args += ["--option", f"{key}={json.dumps(value)}"]
+        job: dict[str, Any] = self.cli(*args, str(path))
+        return job
+
+    def job(self, job_id: str) -> dict[str, Any]:
+        job: dict[str, Any] = self.cli("job", job_id)
+        return job
+
+    def wait_job(
+        self,
+        job_id: str,
+        until: Callable[[dict[str, Any]], bool] = lambda job: job["state"] in FINISHED,
+        timeout: float = 40,
+        worker: WorkerProcess | None = None,
+    ) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while True:
+            job = self.job(job_id)
+            if until(job):
+                return job
+            if time.monotonic() > deadline:
+                worker_log = worker.log() if worker else ""
+                raise AssertionError(
+                    f"job {job_id} still {json.dumps(job, indent=1)}\n"
+                    f"--- serve log ---\n{self.log()}\n--- worker log ---\n{worker_log}"
+                )
+            time.sleep(0.1)
+
+
+@pytest.fixture
+def core(tmp_path: Path) -> Iterator[Core]:
+    running = Core(tmp_path / "core")
+    running.start()
+    yield running
+    running.stop()
+
+
+@pytest.fixture
+def workers(tmp_path: Path) -> Iterator[Callable[..., WorkerProcess]]:
+    started: list[WorkerProcess] = []
+
+    def start(core: Core, formats: str = "txt", **kwargs: Any) -> WorkerProcess:
+        worker = WorkerProcess(core.addr, core.token, formats, tmp_path, **kwargs)
+        started.append(worker)
+        return worker
+
+    yield start
+    for worker in started:
+        worker.kill()
+
+
+def write(tmp_path: Path, name: str, data: bytes) -> Path:
+    path = tmp_path / name
+    path.write_bytes(data)
+    return path
+
+
+def test_single_shot_example_worker(
+    core: Core, workers: Callable[..., WorkerProcess], tmp_path: Path
+) -> None:
+    """The example worker's submission reaches the core byte for byte, deterministically."""
+    source = write(tmp_path, "doc.txt", b"Alpha owes Beta.\r\n\r\nSecond paragraph.\n\nThird.\n")
+    worker = workers(core, "txt,text", module="example_worker", worker_id="example-1")
+    job = core.ingest(source)
+    done = core.wait_job(job["id"], worker=worker)
+    assert (done["state"], done["failures"], done["attempts"]) == ("succeeded", [], 0)
+    assert done["node_count"] == 4  # one DOCUMENT, three PARAGRAPHs
+    [expected] = run_handler(handle_txt, source, format="txt", name=job["name"])
+    assert done["submission_hash"] == blake3.blake3(expected).hexdigest()
+    again = core.wait_job(core.ingest(source)["id"], worker=worker)
+    assert again["submission_hash"] == done["submission_hash"]
+    assert worker.terminate() == EXIT_OK
+
+
+def test_content_streamed_with_read_blob(
+    core: Core, workers: Callable[..., WorkerProcess], tmp_path: Path
+) -> None:
+    """A worker that cannot see the core's blob file gets the same bytes over ReadBlob."""
+    source = write(tmp_path, "r.txt", "Über den Wolken\n\nmuss die Freiheit\n".encode() * 50)
+    worker = workers(core)
+    job = core.ingest(source, options={"mode": "remote"})
+    done = core.wait_job(job["id"], worker=worker)
+    assert (done["state"], done["failures"]) == ("succeeded", []), worker.log()
+    options = {"mode": "remote"}
+    [expected] = run_handler(handle_txt, source, format="txt", name=job["name"], options=options)
+    assert done["submission_hash"] == blake3.blake3(expected).hexdigest()
+
+
+@pytest.mark.parametrize("open_end", [False, True], ids=["explicit-final", "consumer-finalizes"])
+def test_streaming_with_node_ids_and_cross_partial_edges(
+    core: Core, workers: Callable[..., WorkerProcess], tmp_path: Path, open_end: bool
+) -> None:
+    """Partials carry seq/partial; the DOCUMENT's core-assigned id comes back via send() and
+    later partials' PART_OF edges point at it by id."""
+    record = tmp_path / "record"
+    record.mkdir()
+    worker = workers(core, env={"TELHA_TEST_RECORD_DIR": str(record)})
+    job = core.ingest(
+        write(tmp_path, "s.txt", b"ignored"), options={"mode": "stream", "open_end": open_end}
+    )
+    done = core.wait_job(job["id"], worker=worker)
+    assert (done["state"], done["failures"]) == ("succeeded", []), worker.log()
+    assert done["node_count"] == 1 + len(STREAM_PARAGRAPHS)
+    received = json.loads((record / f"{job['id']}.json").read_text())
+    # Partial 0 had one node (the DOCUMENT); each partial after it had one PARAGRAPH.
+    assert [len(ids) for ids in received] == [1] * len(received)
+    assert len(received) == (len(STREAM_PARAGRAPHS) + 1 if open_end else len(STREAM_PARAGRAPHS))
+    all_ids = [ids[0] for ids in received]
+    assert all(all_ids)
+    assert len(set(all_ids)) == len(all_ids)
+
+
+@pytest.mark.parametrize(
+    ("kind", "reason", "permanent"),
+    [
+        ("invalid_input", "invalid_input: boom", True),
+        ("unsupported", "unsupported: boom", True),
+        ("too_large", "too_large: boom", True),
+        ("fetch_failed", "fetch_failed: boom", False),
+        ("transient", "transient: boom", False),
+        ("unexpected", "transient: ValueError: boom", False),
+    ],
+)
+def test_typed_failures_arrive_as_their_kind(
+    core: Core,
+    workers: Callable[..., WorkerProcess],
+    tmp_path: Path,
+    kind: str,
+    reason: str,
+    permanent: bool,
+) -> None:
+    """Permanent kinds go dead at once; retryable ones are retried up to max_attempts."""
+    worker = workers(core)
+    job = core.ingest(write(tmp_path, "f.txt", b"x"), options={"mode": "fail", "kind": kind})
+    done = core.wait_job(job["id"], worker=worker)
+    assert done["state"] == "dead"
+    expected_failures = 1 if permanent else MAX_ATTEMPTS
+    assert len(done["failures"]) == expected_failures, done
+    wire_kind = "transient" if kind == "unexpected" else kind
+    for failure in done["failures"]:
+        assert (failure["kind"], failure["permanent"]) == (wire_kind, permanent)
+        assert failure["reason"] == reason
+
+
+def test_heartbeats_keep_a_job_alive_past_its_lease(
+    core: Core, workers: Callable[..., WorkerProcess], tmp_path: Path
+) -> None:
+    """A job running 2.5 leases long succeeds on its first lease when heartbeats run."""
+    worker = workers(core, env={"TELHA_TEST_HEARTBEAT_SECS": "0.3"})
+    options = {"mode": "slow", "sleep_secs": LEASE_SECS * 2.5}
+    job = core.ingest(write(tmp_path, "slow.txt", b"slow"), options=options)
+    done = core.wait_job(job["id"], worker=worker)
+    assert (done["state"], done["failures"], done["attempts"]) == ("succeeded", [], 0), worker.log()
+
+
+def test_without_heartbeats_the_lease_expires_and_the_late_result_is_refused(
+    core: Core, workers: Callable[..., WorkerProcess], tmp_path: Path
+) -> None:
+    """The control for the test above: same job, heartbeats too rare to matter."""
+    worker = workers(core, env={"TELHA_TEST_HEARTBEAT_SECS": "60"})
+    options = {"mode": "slow", "sleep_secs": LEASE_SECS * 1.75}
+    job = core.ingest(write(tmp_path, "slow.txt", b"slow"), options=options)
+    expired = core.wait_job(job["id"], until=lambda j: bool(j["failures"]), worker=worker)
+    assert expired["failures"][0]["kind"] == "lease_expired"
+    deadline = time.monotonic() + 20
+    while "refused" not in worker.log():
+        assert time.monotonic() < deadline, worker.log()
+        time.sleep(0.1)
+
+
+def test_sigterm_finishes_the_current_job_then_exits_ok(
+    core: Core, workers: Callable[..., WorkerProcess], tmp_path: Path
+) -> None:
+    """SIGTERM mid-job: the job still succeeds on its first lease and the worker exits 0."""
+    worker = workers(core)
+    job = core.ingest(
+        write(tmp_path, "t.txt", b"term"), options={"mode": "slow", "sleep_secs": 1.5}
+    )
+    core.wait_job(job["id"], until=lambda j: j["state"] == "leased", worker=worker)
+    worker.process.send_signal(signal.SIGTERM)
+    assert worker.wait(timeout=20) == EXIT_OK, worker.log()
+    done = core.job(job["id"])
+    assert (done["state"], done["failures"], done["attempts"]) == ("succeeded", [], 0)
+
+
+@pytest.mark.timeout(120)
+def test_worker_reconnects_after_the_core_restarts(
+    tmp_path: Path, workers: Callable[..., WorkerProcess]
+) -> None:
+    """The core crashes and comes back on the same address: the idle worker reconnects and
+    serves new jobs, and a job that was in flight is finished after the restart."""
+    core = Core(tmp_path / "core", port=free_port())
+    core.start()
+    try:
+        worker = workers(core)
+        first = core.wait_job(core.ingest(write(tmp_path, "a.txt", b"before"))["id"], worker=worker)
+        assert first["state"] == "succeeded"
+
+        core.kill()
+        time.sleep(0.5)  # the worker notices and backs off
+        core.start()
+        second = core.wait_job(core.ingest(write(tmp_path, "b.txt", b"after"))["id"], worker=worker)
+        assert second["state"] == "succeeded", worker.log()
+
+        slow = core.ingest(
+            write(tmp_path, "c.txt", b"in flight"), options={"mode": "slow", "sleep_secs": 1.5}
+        )
+        core.wait_job(slow["id"], until=lambda j: j["state"] == "leased", worker=worker)
+        core.kill()
+        core.start()
+        done = core.wait_job(slow["id"], worker=worker, timeout=60)
+        assert done["state"] == "succeeded", worker.log()
+        assert worker.process.poll() is None  # the worker rode it out
+        assert worker.terminate() == EXIT_OK
+    finally:
+        core.stop()

@@ -1,0 +1,85 @@
+"""Lease keeping: which leases a heartbeat round marks lost, and the thread's pacing."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+
+import grpc
+import pytest
+
+from workers_common.heartbeat import Heartbeater, InFlight
+
+
+def test_a_lease_the_core_does_not_extend_is_lost() -> None:
+    in_flight = InFlight()
+    kept = in_flight.add("a", 1)
+    dropped = in_flight.add("b", 2)
+    asked: list[Sequence[tuple[str, int]]] = []
+
+    def beat(leases: Sequence[tuple[str, int]]) -> set[str]:
+        asked.append(list(leases))
+        return {"a"}
+
+    lost = Heartbeater(in_flight, beat, interval=60).beat_once()
+    assert asked == [[("a", 1), ("b", 2)]]
+    assert lost == [dropped]
+    assert dropped.lost.is_set()
+    assert not kept.lost.is_set()
+
+
+def test_no_rpc_without_jobs() -> None:
+    def beat(_leases: Sequence[tuple[str, int]]) -> set[str]:
+        raise AssertionError("no heartbeat without in-flight jobs")
+
+    assert Heartbeater(InFlight(), beat, interval=60).beat_once() == []
+
+
+def test_a_job_finished_meanwhile_is_not_marked() -> None:
+    in_flight = InFlight()
+    lease = in_flight.add("a", 1)
+
+    def beat(_leases: Sequence[tuple[str, int]]) -> set[str]:
+        in_flight.remove(lease)  # the final submission landed while the heartbeat was out
+        return set()
+
+    assert Heartbeater(in_flight, beat, interval=60).beat_once() == []
+    assert not lease.lost.is_set()
+
+
+def test_an_rpc_error_loses_nothing() -> None:
+    in_flight = InFlight()
+    lease = in_flight.add("a", 1)
+
+    def beat(_leases: Sequence[tuple[str, int]]) -> set[str]:
+        raise grpc.RpcError("core unreachable")
+
+    assert Heartbeater(in_flight, beat, interval=60).beat_once() == []
+    assert not lease.lost.is_set()
+
+
+def test_the_thread_beats_every_interval_until_stopped() -> None:
+    in_flight = InFlight()
+    in_flight.add("a", 1)
+    beats = threading.Semaphore(0)
+
+    def beat(_leases: Sequence[tuple[str, int]]) -> set[str]:
+        beats.release()
+        return {"a"}
+
+    heartbeater = Heartbeater(in_flight, beat, interval=0.01)
+    heartbeater.start()
+    try:
+        for _ in range(3):
+            assert beats.acquire(timeout=5)
+    finally:
+        heartbeater.stop()
+
+
+def test_default_interval_is_the_seed_constant(monkeypatch: pytest.MonkeyPatch) -> None:
+    import workers_common
+    from workers_common import heartbeat
+
+    assert workers_common.HEARTBEAT_INTERVAL_SECS == 60
+    monkeypatch.setattr(heartbeat, "HEARTBEAT_INTERVAL_SECS", 0.5)
+    assert Heartbeater(InFlight(), lambda _l: set())._interval == 0.5

@@ -1,0 +1,115 @@
+"""The example worker: golden submissions for small texts, each byte there for a reason."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from example_worker import HANDLERS, handle
+from example_worker.projection import paragraph_ranges, project
+from workers_common import InvalidInput, TooLarge, normalize_canonical
+from workers_common.conformance import check_determinism, check_submissions, run_handler
+from workers_common.pytest_plugin import GoldenDir
+
+# name -> input bytes. The golden file golden/<name>.json holds the expected submission.
+CORPUS: dict[str, bytes] = {
+    # Two paragraphs, LF only: the plain case.
+    "two-paragraphs": b"First paragraph,\nstill the first.\n\nSecond paragraph.\n",
+    # Windows line endings and a lone CR: canonical text must come out LF-only.
+    "crlf-and-cr": b"Line one\r\nline two\r\n\r\nMac line\rnext\r",
+    # Decomposed e + combining acute (NFD) becomes one code point; an emoji is 4 bytes:
+    # span offsets count UTF-8 bytes of the normalized text.
+    "unicode": "Cafe\u0301 \U0001f600\n\n\u00fcber \u2014 nai\u0308ve\n".encode(),
+    # Leading BOM dropped; blank lines of spaces and tabs separate paragraphs; paragraph
+    # spans are trimmed of their surrounding whitespace.
+    "bom-and-blank-lines": b"\xef\xbb\xbf  indented start\n \t \n\n\ttabbed  \n",
+    # Nothing at all: one DOCUMENT, no spans.
+    "empty": b"",
+}
+
+
+Write = Callable[[str, bytes], Path]
+
+
+@pytest.fixture
+def write(tmp_path: Path) -> Write:
+    def write(name: str, data: bytes) -> Path:
+        path = tmp_path / f"{name}.txt"
+        path.write_bytes(data)
+        return path
+
+    return write
+
+
+@pytest.mark.parametrize("name", sorted(CORPUS))
+def test_golden(name: str, write: Write, golden: GoldenDir) -> None:
+    subs = run_handler(handle, write(name, CORPUS[name]), format="txt", name=f"{name}.txt")
+    golden.check(name, subs)
+
+
+def test_deterministic_across_processes(write: Write) -> None:
+    path = write("unicode", CORPUS["unicode"])
+    check_determinism("example_worker:handle", path, format="txt", name="unicode.txt")
+
+
+def test_paragraph_spans_cut_the_paragraphs(write: Write) -> None:
+    [raw] = run_handler(handle, write("u", CORPUS["unicode"]), format="txt")
+    body = json.loads(raw)
+    text = body["canonicalText"].encode()
+    cut = [text[s["start"] : s["end"]].decode() for s in body["spans"] if s["kind"] == "paragraph"]
+    assert cut == ["Caf\u00e9 \U0001f600", "\u00fcber \u2014 na\u00efve"]
+    assert [n["labels"] for n in body["nodes"]] == [["DOCUMENT"], ["PARAGRAPH"], ["PARAGRAPH"]]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("a", [(0, 1)]),
+        ("\n\n a b \n\n", [(3, 6)]),
+        ("x\ny\n\nz", [(0, 3), (5, 6)]),
+        ("é\n\nü", [(0, 2), (4, 6)]),
+        (" \n\t\n", []),
+    ],
+)
+def test_paragraph_ranges(text: str, expected: list[tuple[int, int]]) -> None:
+    assert list(paragraph_ranges(text)) == expected
+
+
+def test_invalid_utf8_is_invalid_input(write: Write) -> None:
+    with pytest.raises(InvalidInput):
+        run_handler(handle, write("latin1", "café".encode("latin-1")), format="txt")
+
+
+def test_max_bytes_option_is_too_large(write: Write) -> None:
+    path = write("big", b"12345")
+    with pytest.raises(TooLarge, match="max_bytes=4"):
+        run_handler(handle, path, format="txt", options={"max_bytes": 4})
+    run_handler(handle, path, format="txt", options={"max_bytes": 5})
+
+
+def test_serves_txt_and_text() -> None:
+    assert sorted(HANDLERS) == ["text", "txt"]
+
+
+@given(
+    st.lists(
+        st.sampled_from(["a", "é", "e\u0301", "😀", " ", "\t", "\n", "\r\n", "\r", "\u2028"])
+        | st.characters(exclude_categories=["Cs"]),
+        max_size=60,
+    ).map("".join)
+)
+def test_any_text_projects_to_a_conforming_submission(text: str) -> None:
+    raw = project(text, name="any.txt")
+    check_submissions([raw])
+    body = json.loads(raw)
+    encoded = body["canonicalText"].encode()
+    paragraphs = [encoded[s["start"] : s["end"]].decode() for s in body["spans"][1:]]
+    assert paragraphs == [p.strip() for p in paragraphs]
+    assert all(paragraphs)
+    # The paragraphs hold every word of the text, in order, and nothing else.
+    assert " ".join(paragraphs).split() == normalize_canonical(text).split()
