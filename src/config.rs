@@ -62,6 +62,9 @@ pub struct ServerConfig {
     pub token_file: Option<PathBuf>,
     /// Largest content a client may submit.
     pub max_content_mb: u64,
+    /// On SIGTERM/SIGINT: how long in-flight jobs may take to finish before their
+    /// workers are stopped and the jobs go back to the queue (without costing an attempt).
+    pub shutdown_grace_secs: f64,
 }
 
 impl Default for ServerConfig {
@@ -71,6 +74,7 @@ impl Default for ServerConfig {
             data_dir: PathBuf::from("./data"),
             token_file: None,
             max_content_mb: 1024,
+            shutdown_grace_secs: 30.0,
         }
     }
 }
@@ -135,10 +139,28 @@ pub struct PoolConfig {
     pub env: BTreeMap<String, String>,
     #[serde(default)]
     pub limits: LimitsConfig,
+    /// Restart intensity (as OTP's): more than `max_restarts` unexpected exits within
+    /// `restart_window_secs` marks the pool degraded and backs off its restarts.
+    #[serde(default = "default_max_restarts")]
+    pub max_restarts: u32,
+    #[serde(default = "default_restart_window")]
+    pub restart_window_secs: f64,
+    /// Between the SIGTERM of a stop (timeout, recycle, shrink) and the SIGKILL.
+    #[serde(default = "default_kill_grace")]
+    pub kill_grace_secs: f64,
 }
 
 fn default_workers() -> u32 {
     1
+}
+fn default_max_restarts() -> u32 {
+    5
+}
+fn default_restart_window() -> f64 {
+    30.0
+}
+fn default_kill_grace() -> f64 {
+    5.0
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -205,6 +227,9 @@ impl Config {
         }
         raw.server.data_dir = resolve(&raw.server.data_dir);
         raw.server.token_file = raw.server.token_file.as_deref().map(resolve);
+        if !(raw.server.shutdown_grace_secs.is_finite() && raw.server.shutdown_grace_secs >= 0.0) {
+            return Err(invalid("server.shutdown_grace_secs", "must be zero or a positive number".into()));
+        }
         if raw.server.max_content_mb == 0 {
             return Err(invalid("server.max_content_mb", "must be at least 1".into()));
         }
@@ -250,6 +275,11 @@ impl Config {
             if let Some(t) = pool.job_timeout_secs {
                 if !(t.is_finite() && t > 0.0) {
                     return Err(invalid(&key("job_timeout_secs"), "must be a positive number".into()));
+                }
+            }
+            for (k, v) in [("restart_window_secs", pool.restart_window_secs), ("kill_grace_secs", pool.kill_grace_secs)] {
+                if !(v.is_finite() && v > 0.0) {
+                    return Err(invalid(&key(k), "must be a positive number".into()));
                 }
             }
             if pool.limits.memory_mb.is_some() && pool.limits.rss_mb.is_some() {

@@ -8,6 +8,7 @@
 //! - [`store`]: redb tables, the pure job state machine, group commit, blobs.
 //! - [`actors`]: the queue actor (routing, tenant fairness) and the lease actor (timers).
 //! - [`rpc`]: thin tonic handlers, auth, and the one mapping from domain errors to `Status`.
+//! - [`supervise`]: pool actors' tools: exit classification, spawning, /proc; SIGHUP and drain.
 //! - [`server`]: wiring of store, actors and gRPC services; `telha serve`.
 //! - [`cli`]: the `telha` command line.
 //! - [`wire`]: the envelope of a wire submission (`result_json` v1).
@@ -20,5 +21,6 @@ pub mod proto;
 pub mod rpc;
 pub mod server;
 pub mod store;
+pub mod supervise;
 pub mod time;
 pub mod wire;

@@ -3,13 +3,16 @@
 use std::future::Future;
 use std::net::SocketAddr;
 use std::path::Path;
+use std::sync::Arc;
 
 use tokio::net::TcpListener;
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::server::TcpIncoming;
 use tonic::transport::Server;
 
+use crate::actors::pool::CoreContact;
 use crate::actors::Core;
+use crate::supervise::Supervisor;
 use crate::config::Config;
 use crate::proto::ingest_service_server::IngestServiceServer;
 use crate::proto::worker_service_server::WorkerServiceServer;
@@ -50,8 +53,11 @@ pub async fn serve(config: Config, shutdown: impl Future<Output = ()> + Send + '
     let addr = listener.local_addr()?;
     let addr_file = config.server.addr_file();
 
+    let grace = std::time::Duration::from_secs_f64(config.server.shutdown_grace_secs);
+    let config_path = config.path.clone();
     let core = Core::start(config).await?;
     let auth = Auth::new(&token);
+    let supervisor = Arc::new(Supervisor::start(core.clone(), CoreContact { addr: addr.to_string(), token: token.clone() })?);
 
     let (health, health_service) = tonic_health::server::health_reporter();
     health.set_serving::<WorkerServiceServer<WorkerApi>>().await;
@@ -68,11 +74,26 @@ pub async fn serve(config: Config, shutdown: impl Future<Output = ()> + Send + '
     let worker = WorkerServiceServer::new(WorkerApi::new(core.clone()))
         .max_decoding_message_size(MAX_SUBMISSION_BYTES + 64 * 1024)
         .max_encoding_message_size(4 << 20);
-    let ingest = IngestServiceServer::new(IngestApi::new(core.clone())).max_decoding_message_size(8 << 20);
+    let ingest = IngestServiceServer::new(IngestApi::new(core.clone(), Some(supervisor.clone()))).max_decoding_message_size(8 << 20);
 
     write_atomically(&addr_file, addr.to_string().as_bytes())?;
     tracing::info!(%addr, data_dir = %data_dir.display(), token_file = %token_path.display(), "telha serving");
     on_bound(Bound { addr });
+
+    if let Some(path) = config_path {
+        tokio::spawn(reload_on_sighup(path, supervisor.clone()));
+    }
+    // Shutdown: drain first (workers still submit over gRPC meanwhile), then stop serving.
+    let (stopped_tx, stopped_rx) = tokio::sync::oneshot::channel::<()>();
+    let drainer = supervisor.clone();
+    tokio::spawn(async move {
+        shutdown.await;
+        drainer.drain(grace).await;
+        let _ = stopped_tx.send(());
+    });
+    let shutdown = async move {
+        let _ = stopped_rx.await;
+    };
 
     Server::builder()
         .http2_keepalive_interval(Some(std::time::Duration::from_secs(20)))
@@ -92,6 +113,25 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let tmp = path.with_extension("tmp");
     std::fs::write(&tmp, bytes)?;
     std::fs::rename(&tmp, path)
+}
+
+/// Re-reads the config on every SIGHUP; an invalid file is logged and the running
+/// config stays.
+async fn reload_on_sighup(path: std::path::PathBuf, supervisor: Arc<Supervisor>) {
+    use tokio::signal::unix::{signal, SignalKind};
+    let Ok(mut hup) = signal(SignalKind::hangup()) else {
+        tracing::error!("cannot install the SIGHUP handler: reloads are off");
+        return;
+    };
+    while hup.recv().await.is_some() {
+        match Config::load(&path) {
+            Ok(config) => {
+                tracing::info!(path = %path.display(), "SIGHUP: configuration reloaded");
+                supervisor.reload(config).await;
+            }
+            Err(e) => tracing::error!(error = %e, "SIGHUP: the new configuration is invalid; keeping the running one"),
+        }
+    }
 }
 
 /// Resolves on SIGTERM or SIGINT.

@@ -9,11 +9,11 @@
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio::time::Instant;
 
 use super::queue::{JobSender, Queue, ReadyJob};
-use super::ActorGone;
+use super::{ActorGone, CoreEvent};
 use crate::proto::JobPayload;
 use crate::store::jobs::{self, ExpireOutcome, FailOutcome, Granted, Policy, SubmitOutcome, Submission};
 use crate::store::records::FailureRecord;
@@ -34,14 +34,15 @@ pub struct Leases {
     store: Store,
     policy: Arc<Policy>,
     queue: Queue,
+    events: broadcast::Sender<CoreEvent>,
 }
 
 pub(super) struct LeaseInbox(mpsc::Receiver<Msg>);
 
 impl Leases {
-    pub(super) fn new(store: Store, policy: Arc<Policy>, queue: Queue) -> (Self, LeaseInbox) {
+    pub(super) fn new(store: Store, policy: Arc<Policy>, queue: Queue, events: broadcast::Sender<CoreEvent>) -> (Self, LeaseInbox) {
         let (tx, rx) = mpsc::channel(8192);
-        (Self { tx, store, policy, queue }, LeaseInbox(rx))
+        (Self { tx, store, policy, queue, events }, LeaseInbox(rx))
     }
 
     pub(super) fn start(&self, inbox: LeaseInbox) {
@@ -75,6 +76,7 @@ impl Leases {
     /// A lease ended (finished, failed, expired, cancelled, released): the worker gets
     /// its credit back and the expiry timer is dropped.
     pub async fn ended(&self, id: u64, worker: String) {
+        let _ = self.events.send(CoreEvent::Ended { worker: worker.clone(), job: id });
         let _ = self.queue.done(id, worker).await;
         let _ = self.send(Msg::Untrack { id }).await;
     }
@@ -87,6 +89,7 @@ impl Leases {
             Ok(Some(granted)) => {
                 let attempt = granted.lease.attempt;
                 let _ = self.track(id, attempt, granted.lease.deadline).await;
+                let _ = self.events.send(CoreEvent::Granted { worker: worker.clone(), job: id, attempt });
                 let payload = payload(&self.store, &granted);
                 if tx.send(Ok(payload)).await.is_err() {
                     // The stream went away before the job reached it: give it back unharmed.
@@ -128,6 +131,23 @@ impl Leases {
         let outcome = self.store.write(move |t| jobs::fail(t, id, worker.as_deref(), attempt, failure, &policy, now_us())).await?;
         self.after_fail(id, &outcome).await;
         Ok(outcome)
+    }
+
+    /// Fails every job `worker` holds (its process died): the supervisor's path, which
+    /// does not wait for the lease to expire. Returns the failed job ids.
+    pub async fn fail_worker(&self, worker: &str, failure: FailureRecord) -> Result<Vec<u64>, StoreError> {
+        let held: Vec<(u64, u64)> = jobs::leases(&self.store.read()?)?
+            .into_iter()
+            .filter(|l| l.3 == worker)
+            .map(|l| (l.0, l.1))
+            .collect();
+        let mut failed = Vec::with_capacity(held.len());
+        for (id, attempt) in held {
+            if !matches!(self.fail(id, None, attempt, failure.clone()).await?, FailOutcome::NotCurrent(_)) {
+                failed.push(id);
+            }
+        }
+        Ok(failed)
     }
 
     /// Gives lease `attempt` (or whatever lease is current) back without charging an attempt.

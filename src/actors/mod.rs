@@ -10,9 +10,12 @@
 //! on short tasks, so there is no cycle of bounded channels to deadlock on.
 
 pub mod lease;
+pub mod pool;
 pub mod queue;
 
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
+
+use tokio::sync::broadcast;
 
 pub use lease::Leases;
 pub use queue::{Queue, ReadyJob};
@@ -39,13 +42,28 @@ pub enum CoreError {
     Gone(#[from] ActorGone),
 }
 
+/// What pool actors hear about the workers they supervise.
+#[derive(Debug, Clone)]
+pub enum CoreEvent {
+    /// A worker opened a PollJobs stream.
+    Polling { worker: String },
+    /// A worker was sent a job under lease `attempt`.
+    Granted { worker: String, job: u64, attempt: u64 },
+    /// A worker's lease on a job ended (finished, failed, expired, cancelled, released).
+    Ended { worker: String, job: u64 },
+}
+
 /// The running core: store plus actors. Cheap to clone.
 #[derive(Clone)]
 pub struct Core {
     pub store: Store,
     pub queue: Queue,
     pub leases: Leases,
-    pub config: Arc<Config>,
+    /// Lease events for the pool actors. A broadcast: a slow pool cannot hold up
+    /// dispatch; one that lags is told so and resyncs from the store.
+    pub events: broadcast::Sender<CoreEvent>,
+    /// Swapped whole on SIGHUP; readers take a snapshot.
+    config: Arc<RwLock<Arc<Config>>>,
 }
 
 impl Core {
@@ -58,9 +76,10 @@ impl Core {
         if !released.is_empty() {
             tracing::info!(count = released.len(), "released the leases of the previous run");
         }
+        let (events, _) = broadcast::channel(1 << 16);
         let (queue, queue_inbox) = Queue::new();
-        let (leases, lease_inbox) = Leases::new(store.clone(), policy, queue.clone());
-        queue.start(queue_inbox, leases.clone());
+        let (leases, lease_inbox) = Leases::new(store.clone(), policy, queue.clone(), events.clone());
+        queue.start(queue_inbox, leases.clone(), events.clone());
         leases.start(lease_inbox);
 
         let ready = queue::ready_from_store(&store)?;
@@ -70,7 +89,24 @@ impl Core {
         for (id, due) in retrying {
             leases.schedule(id, due).await?;
         }
-        Ok(Self { store, queue, leases, config: Arc::new(config) })
+        Ok(Self { store, queue, leases, events, config: Arc::new(RwLock::new(Arc::new(config))) })
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> Arc<Config> {
+        match self.config.read() {
+            Ok(c) => c.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// Puts a reloaded configuration in force (pools and known formats; the store's
+    /// settings apply from the next start).
+    pub fn set_config(&self, config: Config) {
+        match self.config.write() {
+            Ok(mut c) => *c = Arc::new(config),
+            Err(poisoned) => *poisoned.into_inner() = Arc::new(config),
+        }
     }
 
     /// Enqueues a validated job; it is durable when this returns.

@@ -13,10 +13,10 @@
 //! after being picked is simply skipped.
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{broadcast, mpsc, oneshot};
 use tonic::Status;
 
-use super::{ActorGone, Leases};
+use super::{ActorGone, CoreEvent, Leases};
 use crate::proto::JobPayload;
 use crate::store::jobs;
 
@@ -66,10 +66,11 @@ impl Queue {
         (Self { tx }, QueueInbox(rx))
     }
 
-    pub(super) fn start(&self, inbox: QueueInbox, leases: Leases) {
+    pub(super) fn start(&self, inbox: QueueInbox, leases: Leases, events: broadcast::Sender<CoreEvent>) {
         let actor = QueueActor {
             rx: inbox.0,
             leases,
+            events,
             formats: HashMap::new(),
             pollers: BTreeMap::new(),
             next_poller: 1,
@@ -180,6 +181,7 @@ struct Poller {
 struct QueueActor {
     rx: mpsc::Receiver<Msg>,
     leases: Leases,
+    events: broadcast::Sender<CoreEvent>,
     formats: HashMap<String, FormatQueue>,
     pollers: BTreeMap<u64, Poller>,
     next_poller: u64,
@@ -219,6 +221,7 @@ impl QueueActor {
                 let id = self.next_poller;
                 self.next_poller += 1;
                 tracing::info!(poller = id, worker = %worker_id, ?formats, "worker polling");
+                let _ = self.events.send(CoreEvent::Polling { worker: worker_id.clone() });
                 self.pollers.insert(id, Poller { worker_id, formats, max_in_flight: max_in_flight.max(1), tx, next_format: 0 });
                 let _ = reply.send(id);
             }

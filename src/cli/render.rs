@@ -103,10 +103,48 @@ pub fn status_json(s: &Status) -> Value {
         "queue": queue,
         "known_formats": s.known_formats,
         "pollers": s.pollers.iter().map(|p| json!({"worker_id": p.worker_id, "formats": p.formats, "in_flight": p.in_flight})).collect::<Vec<_>>(),
+        "pools": s.pools.iter().map(|p| json!({
+            "name": p.name,
+            "formats": p.formats,
+            "desired": p.desired,
+            "live": p.live,
+            "degraded": p.degraded,
+            "restarts": p.restarts,
+            "last_error": p.last_error,
+            "workers": p.workers.iter().map(|w| json!({
+                "worker_id": w.worker_id,
+                "pid": w.pid,
+                "state": w.state,
+                "job": if w.job_id.is_empty() { Value::Null } else { json!(w.job_id) },
+                "restarts": w.restarts,
+                "jobs_done": w.jobs_done,
+            })).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>(),
     })
 }
 
 pub fn status_text(s: &Status) {
+    for p in &s.pools {
+        println!(
+            "pool {:<12} {:<28} {}/{} live  restarts {}{}",
+            p.name,
+            p.formats.join(","),
+            p.live,
+            p.desired,
+            p.restarts,
+            if p.degraded { "  DEGRADED" } else { "" }
+        );
+        if p.degraded && !p.last_error.is_empty() {
+            println!("  last error: {}", p.last_error);
+        }
+        for w in &p.workers {
+            let job = if w.job_id.is_empty() { String::new() } else { format!("job {}", w.job_id) };
+            println!("  {:<24} pid {:<8} {:<9} {:<12} restarts {}", w.worker_id, w.pid, w.state, job, w.restarts);
+        }
+    }
+    if !s.pools.is_empty() {
+        println!();
+    }
     println!("{:<14}  {:<10}  {:>8}", "FORMAT", "STATE", "JOBS");
     for d in &s.queue {
         println!("{:<14}  {:<10}  {:>8}", d.format, d.state, d.count);

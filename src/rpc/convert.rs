@@ -121,3 +121,27 @@ pub fn job(v: JobView) -> proto::Job {
         unchanged: j.unchanged,
     }
 }
+
+pub fn pool(p: crate::actors::pool::PoolStatus) -> proto::PoolInfo {
+    proto::PoolInfo {
+        name: p.name,
+        formats: p.formats,
+        desired: p.desired,
+        live: p.live,
+        degraded: p.degraded,
+        restarts: p.restarts,
+        last_error: p.last_error,
+        workers: p
+            .workers
+            .into_iter()
+            .map(|w| proto::WorkerInfo {
+                worker_id: w.worker_id,
+                pid: w.pid,
+                state: w.state.as_str().into(),
+                job_id: w.job_id.map(|j| j.to_string()).unwrap_or_default(),
+                restarts: w.restarts,
+                jobs_done: w.jobs_done,
+            })
+            .collect(),
+    }
+}

@@ -19,11 +19,12 @@ const MAX_PAGE: u32 = 1000;
 
 pub struct IngestApi {
     core: Core,
+    supervisor: Option<std::sync::Arc<crate::supervise::Supervisor>>,
 }
 
 impl IngestApi {
-    pub fn new(core: Core) -> Self {
-        Self { core }
+    pub fn new(core: Core, supervisor: Option<std::sync::Arc<crate::supervise::Supervisor>>) -> Self {
+        Self { core, supervisor }
     }
 
     fn view(&self, id: u64, tenant: &str) -> Result<Job, Status> {
@@ -95,8 +96,8 @@ impl IngestService for IngestApi {
             Some(Err(e)) => return Err(e),
             None => return Err(invalid("header", "required")),
         };
-        let mut new = new_job(header, &self.core.config.known_formats())?;
-        let max = self.core.config.server.max_content_mb.saturating_mul(1024 * 1024);
+        let mut new = new_job(header, &self.core.config().known_formats())?;
+        let max = self.core.config().server.max_content_mb.saturating_mul(1024 * 1024);
         // Content goes to a blob file on a blocking thread as it arrives; it is never
         // held whole in memory. The writer starts with the first chunk.
         let mut sink: Option<BlobSink> = None;
@@ -109,7 +110,7 @@ impl IngestService for IngestApi {
                     }
                     total += c.len() as u64;
                     if total > max {
-                        return Err(invalid("chunk", format!("content is over the limit of {} MiB ([server].max_content_mb)", self.core.config.server.max_content_mb)));
+                        return Err(invalid("chunk", format!("content is over the limit of {} MiB ([server].max_content_mb)", self.core.config().server.max_content_mb)));
                     }
                     if c.is_empty() {
                         continue;
@@ -173,7 +174,7 @@ impl IngestService for IngestApi {
         let mut changes = self.core.store.subscribe();
         let first = self.view(id, &r.tenant_id)?;
         let (tx, rx) = tokio::sync::mpsc::channel(16);
-        let this = IngestApi { core: self.core.clone() };
+        let this = IngestApi { core: self.core.clone(), supervisor: None };
         tokio::spawn(async move {
             let mut last = first.clone();
             let finished = |j: &Job| JobState::parse(&j.state).is_some_and(JobState::is_finished);
@@ -222,14 +223,19 @@ impl IngestService for IngestApi {
     async fn get_status(&self, _req: Request<GetStatusRequest>) -> Result<Response<crate::proto::Status>, Status> {
         let depths = jobs::depths(&self.core.store.read().map_err(store_status)?).map_err(store_status)?;
         let snapshot = self.core.queue.snapshot().await?;
+        let pools = match &self.supervisor {
+            Some(s) => s.status().await,
+            None => Vec::new(),
+        };
         Ok(Response::new(crate::proto::Status {
             queue: depths.into_iter().map(|(format, state, count)| QueueDepth { format, state: state.as_str().into(), count }).collect(),
-            known_formats: self.core.config.known_formats().into_iter().collect(),
+            known_formats: self.core.config().known_formats().into_iter().collect(),
             pollers: snapshot
                 .pollers
                 .into_iter()
                 .map(|(worker_id, formats, in_flight)| PollerInfo { worker_id, formats, in_flight: u32::try_from(in_flight).unwrap_or(u32::MAX) })
                 .collect(),
+            pools: pools.into_iter().map(convert::pool).collect(),
         }))
     }
 }

@@ -46,7 +46,7 @@ impl WorkerService for WorkerApi {
         if r.formats.is_empty() {
             return Err(invalid("formats", "declare at least one format"));
         }
-        let known = self.core.config.known_formats();
+        let known = self.core.config().known_formats();
         for (i, f) in r.formats.iter().enumerate() {
             if !known.contains(f) {
                 return Err(invalid(&format!("formats[{i}]"), format!("unknown format {f:?} (known: {})", known.iter().cloned().collect::<Vec<_>>().join(", "))));

@@ -610,13 +610,13 @@ pub fn retrying(txn: &ReadTransaction) -> Result<Vec<(u64, i64)>, StoreError> {
     Ok(out)
 }
 
-/// Every lease: (job id, lease number, deadline).
-pub fn leases(txn: &ReadTransaction) -> Result<Vec<(u64, u64, i64)>, StoreError> {
+/// Every lease: (job id, lease number, deadline, holder).
+pub fn leases(txn: &ReadTransaction) -> Result<Vec<(u64, u64, i64, String)>, StoreError> {
     let mut out = Vec::new();
     for entry in txn.open_table(LEASES)?.iter()? {
         let (k, v) = entry?;
         let l = LeaseRecord::decode(v.value())?;
-        out.push((k.value(), l.attempt, l.deadline));
+        out.push((k.value(), l.attempt, l.deadline, l.worker_id));
     }
     Ok(out)
 }

@@ -261,14 +261,52 @@ class QueueDepth(_message.Message):
     def __init__(self, format: _Optional[str] = ..., state: _Optional[str] = ..., count: _Optional[int] = ...) -> None: ...
 
 class Status(_message.Message):
-    __slots__ = ("queue", "known_formats", "pollers")
+    __slots__ = ("queue", "known_formats", "pollers", "pools")
     QUEUE_FIELD_NUMBER: _ClassVar[int]
     KNOWN_FORMATS_FIELD_NUMBER: _ClassVar[int]
     POLLERS_FIELD_NUMBER: _ClassVar[int]
+    POOLS_FIELD_NUMBER: _ClassVar[int]
     queue: _containers.RepeatedCompositeFieldContainer[QueueDepth]
     known_formats: _containers.RepeatedScalarFieldContainer[str]
     pollers: _containers.RepeatedCompositeFieldContainer[PollerInfo]
-    def __init__(self, queue: _Optional[_Iterable[_Union[QueueDepth, _Mapping]]] = ..., known_formats: _Optional[_Iterable[str]] = ..., pollers: _Optional[_Iterable[_Union[PollerInfo, _Mapping]]] = ...) -> None: ...
+    pools: _containers.RepeatedCompositeFieldContainer[PoolInfo]
+    def __init__(self, queue: _Optional[_Iterable[_Union[QueueDepth, _Mapping]]] = ..., known_formats: _Optional[_Iterable[str]] = ..., pollers: _Optional[_Iterable[_Union[PollerInfo, _Mapping]]] = ..., pools: _Optional[_Iterable[_Union[PoolInfo, _Mapping]]] = ...) -> None: ...
+
+class PoolInfo(_message.Message):
+    __slots__ = ("name", "formats", "desired", "live", "degraded", "restarts", "last_error", "workers")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    FORMATS_FIELD_NUMBER: _ClassVar[int]
+    DESIRED_FIELD_NUMBER: _ClassVar[int]
+    LIVE_FIELD_NUMBER: _ClassVar[int]
+    DEGRADED_FIELD_NUMBER: _ClassVar[int]
+    RESTARTS_FIELD_NUMBER: _ClassVar[int]
+    LAST_ERROR_FIELD_NUMBER: _ClassVar[int]
+    WORKERS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    formats: _containers.RepeatedScalarFieldContainer[str]
+    desired: int
+    live: int
+    degraded: bool
+    restarts: int
+    last_error: str
+    workers: _containers.RepeatedCompositeFieldContainer[WorkerInfo]
+    def __init__(self, name: _Optional[str] = ..., formats: _Optional[_Iterable[str]] = ..., desired: _Optional[int] = ..., live: _Optional[int] = ..., degraded: _Optional[bool] = ..., restarts: _Optional[int] = ..., last_error: _Optional[str] = ..., workers: _Optional[_Iterable[_Union[WorkerInfo, _Mapping]]] = ...) -> None: ...
+
+class WorkerInfo(_message.Message):
+    __slots__ = ("worker_id", "pid", "state", "job_id", "restarts", "jobs_done")
+    WORKER_ID_FIELD_NUMBER: _ClassVar[int]
+    PID_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    RESTARTS_FIELD_NUMBER: _ClassVar[int]
+    JOBS_DONE_FIELD_NUMBER: _ClassVar[int]
+    worker_id: str
+    pid: int
+    state: str
+    job_id: str
+    restarts: int
+    jobs_done: int
+    def __init__(self, worker_id: _Optional[str] = ..., pid: _Optional[int] = ..., state: _Optional[str] = ..., job_id: _Optional[str] = ..., restarts: _Optional[int] = ..., jobs_done: _Optional[int] = ...) -> None: ...
 
 class PollerInfo(_message.Message):
     __slots__ = ("worker_id", "formats", "in_flight")
