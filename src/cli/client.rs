@@ -37,7 +37,7 @@ pub struct Client {
 }
 
 /// The config a client command uses: `--config`, else ./supervisor.toml if present, else defaults.
-fn load_config(g: &Global) -> Result<Config> {
+pub(super) fn load_config(g: &Global) -> Result<Config> {
     match &g.config {
         Some(p) => Ok(Config::load(p)?),
         None if Path::new("supervisor.toml").exists() => Ok(Config::load(Path::new("supervisor.toml"))?),
@@ -77,14 +77,16 @@ impl Client {
                     .to_string()
             }
         };
-        let header: MetadataValue<_> = format!("Bearer {token}").parse().map_err(|_| anyhow!("the token contains characters not allowed in a header"))?;
-        let uri = if addr.contains("://") { addr.clone() } else { format!("http://{addr}") };
-        let channel = Channel::from_shared(uri.clone())
-            .map_err(|e| anyhow!("bad server address {addr:?}: {e}"))?
-            .connect_timeout(std::time::Duration::from_secs(5))
-            .connect()
+        Self::at(&addr, &token)
             .await
-            .map_err(|_| anyhow!("no telha server at {addr} (from {from}): start one with `telha serve --config {}`", config_name(g)))?;
+            .map_err(|_| anyhow!("no telha server at {addr} (from {from}): start one with `telha serve --config {}`", config_name(g)))
+    }
+
+    /// Connects to `addr` with `token`.
+    pub async fn at(addr: &str, token: &str) -> Result<Self> {
+        let header: MetadataValue<_> = format!("Bearer {token}").parse().map_err(|_| anyhow!("the token contains characters not allowed in a header"))?;
+        let uri = if addr.contains("://") { addr.to_string() } else { format!("http://{addr}") };
+        let channel = Channel::from_shared(uri).map_err(|e| anyhow!("bad server address {addr:?}: {e}"))?.connect_timeout(std::time::Duration::from_secs(5)).connect().await?;
         Ok(Self { ingest: IngestServiceClient::with_interceptor(channel, BearerToken(header)).max_decoding_message_size(64 << 20) })
     }
 }
@@ -107,7 +109,7 @@ pub async fn serve(g: &Global) -> Result<ExitCode> {
 }
 
 /// `--option KEY=VALUE`s as a JSON object.
-fn options_json(pairs: &[String]) -> Result<String> {
+pub(super) fn options_json(pairs: &[String]) -> Result<String> {
     let mut map = serde_json::Map::new();
     for p in pairs {
         let (k, v) = p.split_once('=').ok_or_else(|| anyhow!("--option {p:?}: expected KEY=VALUE"))?;
@@ -125,13 +127,15 @@ fn is_url(s: &str) -> bool {
     l.starts_with("http://") || l.starts_with("https://")
 }
 
-pub async fn ingest(g: &Global, args: IngestArgs) -> Result<ExitCode> {
-    let options = options_json(&args.options)?;
-    // Check every input before submitting any, so a typo does not leave half a batch queued.
-    let mut plan: Vec<(String, String, Option<PathBuf>)> = Vec::new();
-    for input in &args.inputs {
+/// One input to submit: its job name, format, and file (None for a URL).
+pub(super) type Planned = (String, String, Option<PathBuf>);
+
+/// Checks every input before any is submitted, so a typo does not leave half a batch queued.
+pub(super) fn plan_inputs(g: &Global, inputs: &[String], format: Option<&String>) -> Result<Vec<Planned>> {
+    let mut plan: Vec<Planned> = Vec::new();
+    for input in inputs {
         if is_url(input) {
-            plan.push((input.clone(), args.format.clone().unwrap_or_else(|| "web".into()), None));
+            plan.push((input.clone(), format.cloned().unwrap_or_else(|| "web".into()), None));
             continue;
         }
         let path = PathBuf::from(input);
@@ -139,7 +143,7 @@ pub async fn ingest(g: &Global, args: IngestArgs) -> Result<ExitCode> {
         if !meta.is_file() {
             bail!("{input}: not a file");
         }
-        let format = match &args.format {
+        let format = match format {
             Some(f) => f.clone(),
             None => format_for_path(&path)
                 .ok_or_else(|| {
@@ -151,6 +155,12 @@ pub async fn ingest(g: &Global, args: IngestArgs) -> Result<ExitCode> {
         let name = std::fs::canonicalize(&path).unwrap_or(path.clone()).display().to_string();
         plan.push((name, format, Some(path)));
     }
+    Ok(plan)
+}
+
+pub async fn ingest(g: &Global, args: IngestArgs) -> Result<ExitCode> {
+    let options = options_json(&args.options)?;
+    let plan = plan_inputs(g, &args.inputs, args.format.as_ref())?;
     let mut client = Client::connect(g).await?;
     let mut jobs = Vec::new();
     for (name, format, path) in plan {
@@ -186,7 +196,7 @@ pub async fn ingest(g: &Global, args: IngestArgs) -> Result<ExitCode> {
     Ok(code)
 }
 
-async fn submit(client: &mut Client, header: SubmitHeader, path: Option<&Path>) -> Result<Job> {
+pub(super) async fn submit(client: &mut Client, header: SubmitHeader, path: Option<&Path>) -> Result<Job> {
     let (tx, rx) = tokio::sync::mpsc::channel::<SubmitJobRequest>(4);
     let send = tx.clone();
     let label = path.map(|p| p.display().to_string()).unwrap_or_else(|| header.url.clone());

@@ -3,6 +3,7 @@
 
 mod client;
 mod render;
+mod run;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -37,6 +38,8 @@ pub struct Global {
 pub enum Command {
     /// Run the supervisor and gRPC server until SIGTERM/SIGINT.
     Serve,
+    /// Embedded one-shot: start the core and its pools, ingest, wait (child jobs too), summarise, stop.
+    Run(RunArgs),
     /// Submit files or URLs as jobs.
     Ingest(IngestArgs),
     /// List jobs.
@@ -74,6 +77,21 @@ pub struct IngestArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct RunArgs {
+    #[arg(long, default_value = "default")]
+    pub tenant: String,
+    /// Format for every input (default: from each file's extension).
+    #[arg(long)]
+    pub format: Option<String>,
+    /// KEY=VALUE set in every job's options.
+    #[arg(long = "option", value_name = "KEY=VALUE")]
+    pub options: Vec<String>,
+    /// Files, folders (walked recursively, sorted) or http(s) URLs.
+    #[arg(required = true, value_name = "PATH|URL")]
+    pub inputs: Vec<String>,
+}
+
+#[derive(Debug, Args)]
 pub struct JobsArgs {
     #[arg(long)]
     pub state: Option<String>,
@@ -95,6 +113,7 @@ pub struct IdArgs {
 pub async fn run(cli: Cli) -> ExitCode {
     let result = match cli.command {
         Command::Serve => client::serve(&cli.global).await,
+        Command::Run(args) => run::run(&cli.global, args).await,
         Command::Ingest(args) => client::ingest(&cli.global, args).await,
         Command::Jobs(args) => client::jobs(&cli.global, args).await,
         Command::Job(args) => client::job(&cli.global, &args.id).await,

@@ -1,0 +1,209 @@
+//! `telha run`: the embedded one-shot mode. Starts the core and its pools in this
+//! process (on a free loopback port, so it never collides with a running server),
+//! ingests the inputs, waits until every job — child jobs too — is finished, prints
+//! a summary per format and stops cleanly. Exits non-zero when any job ended dead.
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Result};
+use serde_json::json;
+
+use super::client::{load_config, options_json, plan_inputs, submit, Client};
+use super::{render, Global, RunArgs};
+use crate::proto::*;
+
+/// Files under `input` (itself when it is a file), sorted, hidden ones skipped.
+fn expand(input: &str, out: &mut Vec<String>) -> Result<()> {
+    let path = Path::new(input);
+    if !path.is_dir() {
+        out.push(input.to_string());
+        return Ok(());
+    }
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(path).map_err(|e| anyhow!("{input}: {e}"))?.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    entries.sort();
+    for p in entries {
+        if p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with('.')) {
+            continue;
+        }
+        expand(&p.to_string_lossy(), out)?;
+    }
+    Ok(())
+}
+
+pub async fn run(g: &Global, args: RunArgs) -> Result<ExitCode> {
+    let mut config = load_config(g)?;
+    config.server.listen = "127.0.0.1:0".into();
+    let mut inputs = Vec::new();
+    for i in &args.inputs {
+        if i.contains("://") {
+            inputs.push(i.clone());
+        } else {
+            expand(i, &mut inputs)?;
+        }
+    }
+    if inputs.is_empty() {
+        bail!("nothing to ingest in {}", args.inputs.join(" "));
+    }
+    let plan = plan_inputs(g, &inputs, args.format.as_ref())?;
+    let served: Vec<&String> = config.pools.values().flat_map(|p| p.formats.iter()).collect();
+    if let Some((name, format, _)) = plan.iter().find(|(_, f, _)| !served.contains(&f)) {
+        bail!("{name}: no pool in the config serves format {format:?}; add a [pools.NAME] with it (pools serve: {})", served.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", "));
+    }
+    let options = options_json(&args.options)?;
+    let token_path = config.server.token_path();
+
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let (bound_tx, bound_rx) = tokio::sync::oneshot::channel();
+    let server = tokio::spawn(crate::server::serve(
+        config,
+        async move {
+            let _ = stop_rx.await;
+        },
+        move |b| {
+            let _ = bound_tx.send(b.addr);
+        },
+    ));
+    let addr = match bound_rx.await {
+        Ok(a) => a,
+        Err(_) => {
+            return match server.await {
+                Ok(Err(e)) => Err(anyhow!("cannot start the core: {e}")),
+                _ => Err(anyhow!("the core stopped while starting")),
+            };
+        }
+    };
+    let token = std::fs::read_to_string(&token_path).map_err(|e| anyhow!("{}: {e}", token_path.display()))?;
+    let mut client = Client::at(&addr.to_string(), token.trim()).await?;
+
+    let started = Instant::now();
+    let mut first_id = u64::MAX;
+    for (name, format, path) in plan {
+        let header = SubmitHeader {
+            tenant_id: args.tenant.clone(),
+            organization_id: String::new(),
+            url: if path.is_none() { name.clone() } else { String::new() },
+            format,
+            name,
+            options_json: options.clone(),
+        };
+        let job = submit(&mut client, header, path.as_deref()).await?;
+        first_id = first_id.min(job.id.parse().unwrap_or(u64::MAX));
+    }
+    wait_until_idle(&mut client, first_id).await?;
+    let jobs = jobs_since(&mut client, first_id).await?;
+    let elapsed = started.elapsed();
+    let _ = stop_tx.send(());
+    match server.await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => tracing::error!(error = %e, "the core did not stop cleanly"),
+        Err(e) => tracing::error!(error = %e, "the core task failed"),
+    }
+    let dead = jobs.iter().filter(|j| j.state == "dead").count();
+    print_summary(&jobs, elapsed, g.json);
+    Ok(if dead > 0 { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+}
+
+/// Waits until no job of this run (or a child of one) is queued, leased or retrying.
+async fn wait_until_idle(client: &mut Client, first_id: u64) -> Result<()> {
+    let bar = std::io::stderr().is_terminal().then(|| {
+        let b = indicatif::ProgressBar::new(0);
+        b.set_style(indicatif::ProgressStyle::with_template("{spinner} {bar:40} {pos}/{len} jobs  {msg}").unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()));
+        b
+    });
+    let mut unserved_since: Option<Instant> = None;
+    loop {
+        let jobs = jobs_since(client, first_id).await?;
+        let open: Vec<&Job> = jobs.iter().filter(|j| matches!(j.state.as_str(), "queued" | "leased" | "retrying")).collect();
+        if let Some(b) = &bar {
+            b.set_length(jobs.len() as u64);
+            b.set_position((jobs.len() - open.len()) as u64);
+            b.set_message(format!("{} in flight", open.iter().filter(|j| j.state == "leased").count()));
+        }
+        if open.is_empty() {
+            if let Some(b) = bar {
+                b.finish_and_clear();
+            }
+            return Ok(());
+        }
+        // Jobs (children, say) of a format nothing serves would wait forever: say so.
+        let status = client.ingest.get_status(GetStatusRequest {}).await.map_err(|e| anyhow!("{}", e.message()))?.into_inner();
+        let served: Vec<&String> = status.pollers.iter().flat_map(|p| p.formats.iter()).chain(status.pools.iter().flat_map(|p| p.formats.iter())).collect();
+        let stuck: Vec<&&Job> = open.iter().filter(|j| j.state == "queued" && !served.contains(&&j.format)).collect();
+        if stuck.len() == open.len() {
+            let since = *unserved_since.get_or_insert_with(Instant::now);
+            if since.elapsed() > Duration::from_secs(3) {
+                let formats: Vec<&str> = stuck.iter().map(|j| j.format.as_str()).collect();
+                bail!("{} job(s) wait for formats no pool serves: {}", stuck.len(), formats.join(", "));
+            }
+        } else {
+            unserved_since = None;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn jobs_since(client: &mut Client, first_id: u64) -> Result<Vec<Job>> {
+    let mut all = Vec::new();
+    let mut token = first_id.saturating_sub(1).to_string();
+    loop {
+        let req = ListJobsRequest { page_size: 1000, page_token: token.clone(), ..Default::default() };
+        let resp = client.ingest.list_jobs(req).await.map_err(|e| anyhow!("{}", e.message()))?.into_inner();
+        all.extend(resp.jobs);
+        if resp.next_page_token.is_empty() {
+            return Ok(all);
+        }
+        token = resp.next_page_token;
+    }
+}
+
+#[derive(Default)]
+struct Row {
+    jobs: u64,
+    succeeded: u64,
+    dead: u64,
+    other: u64,
+    nodes: u64,
+    first: i64,
+    last: i64,
+}
+
+fn print_summary(jobs: &[Job], elapsed: Duration, as_json: bool) {
+    let mut rows: BTreeMap<String, Row> = BTreeMap::new();
+    for j in jobs {
+        let r = rows.entry(j.format.clone()).or_default();
+        r.jobs += 1;
+        match j.state.as_str() {
+            "succeeded" => r.succeeded += 1,
+            "dead" => r.dead += 1,
+            _ => r.other += 1,
+        }
+        r.nodes += u64::from(j.node_count);
+        r.first = if r.first == 0 { j.created_at } else { r.first.min(j.created_at) };
+        r.last = r.last.max(j.updated_at);
+    }
+    let secs = |r: &Row| (r.last - r.first).max(0) as f64 / 1e6;
+    if as_json {
+        let formats: serde_json::Map<String, serde_json::Value> = rows
+            .iter()
+            .map(|(f, r)| (f.clone(), json!({"jobs": r.jobs, "succeeded": r.succeeded, "dead": r.dead, "other": r.other, "nodes": r.nodes, "seconds": secs(r)})))
+            .collect();
+        render::print_json(&json!({
+            "formats": formats,
+            "seconds": elapsed.as_secs_f64(),
+            "jobs": jobs.iter().map(render::job_json).collect::<Vec<_>>(),
+        }));
+        return;
+    }
+    println!("{:<12} {:>6} {:>10} {:>6} {:>8} {:>9}", "FORMAT", "JOBS", "SUCCEEDED", "DEAD", "NODES", "TIME");
+    for (f, r) in &rows {
+        println!("{:<12} {:>6} {:>10} {:>6} {:>8} {:>8.2}s", f, r.jobs, r.succeeded, r.dead, r.nodes, secs(r));
+    }
+    for j in jobs.iter().filter(|j| j.state == "dead") {
+        let last = j.failures.last().map(|f| f.reason.as_str()).unwrap_or("");
+        println!("dead: job {} {} — {}", j.id, j.name, last);
+    }
+    println!("{} job(s) in {:.2}s", jobs.len(), elapsed.as_secs_f64());
+}
