@@ -37,6 +37,9 @@ pub enum ServeError {
     Reflection(#[from] tonic_reflection::server::Error),
 }
 
+/// How long open client connections may linger after the drain.
+const CLOSE_GRACE: std::time::Duration = std::time::Duration::from_secs(3);
+
 /// A running server's address, known once it is bound.
 pub struct Bound {
     pub addr: SocketAddr,
@@ -84,26 +87,33 @@ pub async fn serve(config: Config, shutdown: impl Future<Output = ()> + Send + '
         tokio::spawn(reload_on_sighup(path, supervisor.clone()));
     }
     // Shutdown: drain first (workers still submit over gRPC meanwhile), then stop serving.
-    let (stopped_tx, stopped_rx) = tokio::sync::oneshot::channel::<()>();
+    let (stopped_tx, stopped_rx) = tokio::sync::watch::channel(false);
     let drainer = supervisor.clone();
     tokio::spawn(async move {
         shutdown.await;
         drainer.drain(grace).await;
-        let _ = stopped_tx.send(());
+        let _ = stopped_tx.send(true);
     });
-    let shutdown = async move {
-        let _ = stopped_rx.await;
-    };
-
-    Server::builder()
+    let mut graceful = stopped_rx.clone();
+    let mut forced = stopped_rx;
+    let server = Server::builder()
         .http2_keepalive_interval(Some(std::time::Duration::from_secs(20)))
         .add_service(health_service)
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)
         .add_service(InterceptedService::new(worker, auth.clone()))
         .add_service(InterceptedService::new(ingest, auth))
-        .serve_with_incoming_shutdown(TcpIncoming::from(listener).with_nodelay(Some(true)), shutdown)
-        .await?;
+        .serve_with_incoming_shutdown(TcpIncoming::from(listener).with_nodelay(Some(true)), async move {
+            let _ = graceful.wait_for(|s| *s).await;
+        });
+    // Clients that keep streams open (a watch, say) get a few seconds to go, not forever.
+    tokio::select! {
+        r = server => r?,
+        () = async move {
+            let _ = forced.wait_for(|s| *s).await;
+            tokio::time::sleep(CLOSE_GRACE).await;
+        } => tracing::warn!("clients still connected after the drain; closing anyway"),
+    }
     let _ = std::fs::remove_file(&addr_file);
     tracing::info!("telha stopped");
     Ok(())

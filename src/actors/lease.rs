@@ -150,6 +150,16 @@ impl Leases {
         Ok(failed)
     }
 
+    /// Gives back every lease `worker` holds, without charging an attempt (it stopped
+    /// cleanly with a job still in its stream).
+    pub async fn release_worker(&self, worker: &str) -> Result<Vec<u64>, StoreError> {
+        let held: Vec<(u64, u64)> = jobs::leases(&self.store.read()?)?.into_iter().filter(|l| l.3 == worker).map(|l| (l.0, l.1)).collect();
+        for &(id, attempt) in &held {
+            self.release(id, Some(attempt)).await;
+        }
+        Ok(held.into_iter().map(|(id, _)| id).collect())
+    }
+
     /// Gives lease `attempt` (or whatever lease is current) back without charging an attempt.
     pub async fn release(&self, id: u64, attempt: Option<u64>) {
         let worker = {

@@ -212,6 +212,7 @@ impl PoolActor {
     }
 
     fn on_event(&mut self, ev: CoreEvent) {
+        let queue = self.core.queue.clone();
         let cpu_secs = self.config.limits.cpu_secs;
         let max_jobs = self.config.max_jobs_per_worker;
         match ev {
@@ -248,7 +249,7 @@ impl PoolActor {
                     if recycle {
                         tracing::info!(pool = %self.name, worker = %p.worker_id, jobs = p.jobs_done, "recycling worker after max_jobs_per_worker");
                     }
-                    terminate(p, KillReason::Stop);
+                    terminate(p, KillReason::Stop, &queue);
                 }
             }
         }
@@ -262,12 +263,13 @@ impl PoolActor {
                 self.resize();
             }
             Msg::Stop { grace, reply } => {
+                let queue = self.core.queue.clone();
                 self.stopping = Some((Instant::now() + grace, reply));
                 for s in &mut self.slots {
                     s.retire = true;
                     if let Some(p) = s.proc.as_mut() {
                         if p.killed.is_none() {
-                            terminate(p, KillReason::Stop);
+                            terminate(p, KillReason::Stop, &queue);
                         }
                     }
                 }
@@ -282,13 +284,14 @@ impl PoolActor {
     /// Matches the slots to `config.workers`: new slots start at the next tick;
     /// extra slots retire after their current job.
     fn resize(&mut self) {
+        let queue = self.core.queue.clone();
         let want = self.config.workers as usize;
         for (i, s) in self.slots.iter_mut().enumerate() {
             s.retire = i >= want;
             if s.retire {
                 if let Some(p) = s.proc.as_mut() {
                     if p.job.is_none() && p.killed.is_none() {
-                        terminate(p, KillReason::Stop);
+                        terminate(p, KillReason::Stop, &queue);
                     }
                 }
             }
@@ -299,6 +302,7 @@ impl PoolActor {
     }
 
     async fn on_tick(&mut self) {
+        let queue = self.core.queue.clone();
         let now = Instant::now();
         let grace = Duration::from_secs_f64(self.config.kill_grace_secs);
         let timeout = self.config.job_timeout_secs.map(Duration::from_secs_f64);
@@ -322,7 +326,7 @@ impl PoolActor {
             if let (Some(t), Some((job, _, since)), None) = (timeout, p.job, p.killed) {
                 if now.duration_since(since) > t {
                     tracing::warn!(worker = %p.worker_id, job, "job past job_timeout_secs: stopping the worker");
-                    terminate(p, KillReason::Timeout);
+                    terminate(p, KillReason::Timeout, &queue);
                 }
             }
             let escalate = match (p.term_at, stop_deadline) {
@@ -441,7 +445,15 @@ impl PoolActor {
         let class = classify(exit, &tail, p.killed);
         let stopping = self.stopping.is_some();
         match class.kind {
-            None => tracing::info!(pool = %self.name, worker = %p.worker_id, pid = p.pid, "worker stopped"),
+            None => {
+                tracing::info!(pool = %self.name, worker = %p.worker_id, pid = p.pid, "worker stopped");
+                // A job that reached its stream after the stop request goes back unharmed.
+                match self.core.leases.release_worker(&p.worker_id).await {
+                    Ok(jobs) if !jobs.is_empty() => tracing::info!(worker = %p.worker_id, ?jobs, "released the jobs of a stopped worker"),
+                    Ok(_) => {}
+                    Err(e) => tracing::error!(worker = %p.worker_id, error = %e, "cannot release the worker's jobs"),
+                }
+            }
             Some(kind) => {
                 tracing::warn!(pool = %self.name, worker = %p.worker_id, pid = p.pid, kind = %kind, code = ?exit.code, signal = ?exit.signal, reason = %class.reason, "worker exited");
                 if !stopping {
@@ -521,7 +533,10 @@ impl PoolActor {
 }
 
 /// SIGTERM to the worker's process group; the harness finishes its current job and exits.
-fn terminate(p: &mut Proc, why: KillReason) {
+/// A stopped worker is leased nothing more.
+fn terminate(p: &mut Proc, why: KillReason, queue: &crate::actors::Queue) {
+    let (queue, worker) = (queue.clone(), p.worker_id.clone());
+    tokio::spawn(async move { queue.retire(worker).await });
     p.killed = Some(why);
     p.term_at = Some(Instant::now());
     let _ = killpg(Pid::from_raw(p.pid as i32), Signal::SIGTERM);

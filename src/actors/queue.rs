@@ -40,6 +40,8 @@ enum Msg {
     /// A lease of `worker` on job `id` ended (or was never granted): credit back.
     Done { id: u64, worker: String },
     SetLeasing(bool),
+    /// The worker is being stopped: lease it nothing more.
+    Retire(String),
     Snapshot(oneshot::Sender<QueueSnapshot>),
 }
 
@@ -95,6 +97,11 @@ impl Queue {
 
     pub async fn done(&self, id: u64, worker: String) -> Result<(), ActorGone> {
         self.send(Msg::Done { id, worker }).await
+    }
+
+    /// Leases nothing more to `worker` (it is being stopped).
+    pub async fn retire(&self, worker: String) -> Result<(), ActorGone> {
+        self.send(Msg::Retire(worker)).await
     }
 
     /// Stops (false) or resumes (true) handing out leases; used when draining.
@@ -239,6 +246,11 @@ impl QueueActor {
                 }
             }
             Msg::SetLeasing(on) => self.leasing = on,
+            Msg::Retire(worker) => {
+                for p in self.pollers.values_mut().filter(|p| p.worker_id == worker) {
+                    p.max_in_flight = 0;
+                }
+            }
             Msg::Snapshot(reply) => {
                 let pollers = self
                     .pollers

@@ -64,6 +64,71 @@ impl Server {
         s
     }
 
+    /// Starts a server with this whole config text; `{repo}` becomes the repository root.
+    pub fn start_config(text: &str) -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let config = dir.path().join("supervisor.toml");
+        std::fs::write(&config, text.replace("{repo}", env!("CARGO_MANIFEST_DIR"))).expect("write config");
+        let mut s = Self { dir, config, addr: String::new(), token: String::new(), child: None };
+        s.spawn();
+        s
+    }
+
+    /// Rewrites the config file (then send SIGHUP to apply it).
+    pub fn rewrite_config(&self, text: &str) {
+        std::fs::write(&self.config, text.replace("{repo}", env!("CARGO_MANIFEST_DIR"))).expect("write config");
+    }
+
+    /// Sends `sig` to the server process.
+    pub fn signal(&self, sig: i32) {
+        // SAFETY: plain kill(2) on our own child's pid.
+        unsafe { libc::kill(self.pid() as i32, sig) };
+    }
+
+    /// Waits for the server process to exit and returns its status. Async, so the
+    /// test's own connections keep being served (and closed) meanwhile.
+    pub async fn wait_exit(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
+        let start = Instant::now();
+        let child = self.child.as_mut()?;
+        loop {
+            if let Ok(Some(st)) = child.try_wait() {
+                self.child = None;
+                return Some(st);
+            }
+            if start.elapsed() > limit {
+                return None;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    pub async fn status(&self) -> telha::proto::Status {
+        self.client().await.get_status(GetStatusRequest {}).await.expect("status").into_inner()
+    }
+
+    /// Polls status until `pred` holds (or panics after `limit`).
+    pub async fn wait_status(&self, limit: Duration, what: &str, pred: impl Fn(&telha::proto::Status) -> bool) -> telha::proto::Status {
+        let start = Instant::now();
+        loop {
+            let s = self.status().await;
+            if pred(&s) {
+                return s;
+            }
+            assert!(start.elapsed() < limit, "timed out waiting for {what}; last status: {s:?}\nlog:\n{}", self.log());
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Submits a job with options (a JSON object).
+    pub async fn submit_with(&self, format: &str, name: &str, content: &[u8], options_json: &str) -> Job {
+        let header = SubmitHeader { tenant_id: "t".into(), format: format.into(), name: name.into(), options_json: options_json.into(), ..Default::default() };
+        let mut msgs = vec![SubmitJobRequest { part: Some(Part::Header(header)) }];
+        if !content.is_empty() {
+            msgs.push(SubmitJobRequest { part: Some(Part::Chunk(content.to_vec())) });
+        }
+        self.client().await.submit_job(tokio_stream::iter(msgs)).await.expect("submit").into_inner()
+    }
+
     pub fn data_dir(&self) -> PathBuf {
         self.dir.path().join("data")
     }
