@@ -99,8 +99,8 @@ pub async fn serve(config: Config, shutdown: impl Future<Output = ()> + Send + '
     let server = Server::builder()
         .http2_keepalive_interval(Some(std::time::Duration::from_secs(20)))
         .add_service(health_service)
-        .add_service(reflection_v1)
-        .add_service(reflection_v1alpha)
+        .add_service(InterceptedService::new(reflection_v1, auth.clone()))
+        .add_service(InterceptedService::new(reflection_v1alpha, auth.clone()))
         .add_service(InterceptedService::new(worker, auth.clone()))
         .add_service(InterceptedService::new(ingest, auth))
         .serve_with_incoming_shutdown(TcpIncoming::from(listener).with_nodelay(Some(true)), async move {

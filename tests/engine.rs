@@ -343,3 +343,26 @@ async fn restart_releases_leases_of_the_previous_run() {
     let j2 = w2.expect_job().await;
     assert_eq!((j2.attempts, j2.attempt), (0, 2));
 }
+
+/// gRPC reflection lists our services (what `grpcurl -H 'authorization: Bearer …' list`
+/// asks); like every RPC but health, it needs the token.
+#[tokio::test]
+async fn reflection_lists_the_services() {
+    use tonic_reflection::pb::v1::server_reflection_client::ServerReflectionClient;
+    use tonic_reflection::pb::v1::server_reflection_request::MessageRequest;
+    use tonic_reflection::pb::v1::server_reflection_response::MessageResponse;
+    use tonic_reflection::pb::v1::ServerReflectionRequest;
+    let s = Server::start(None);
+    let req = ServerReflectionRequest { host: String::new(), message_request: Some(MessageRequest::ListServices(String::new())) };
+    let mut anonymous = ServerReflectionClient::new(s.channel().await);
+    let refused = anonymous.server_reflection_info(tokio_stream::iter(vec![req.clone()])).await;
+    assert_eq!(refused.map(|_| ()).unwrap_err().code(), Code::Unauthenticated);
+    let mut r = ServerReflectionClient::with_interceptor(s.channel().await, s.bearer());
+    let mut stream = r.server_reflection_info(tokio_stream::iter(vec![req])).await.expect("reflection").into_inner();
+    let resp = stream.message().await.unwrap().unwrap();
+    let Some(MessageResponse::ListServicesResponse(list)) = resp.message_response else { panic!("{resp:?}") };
+    let names: Vec<String> = list.service.into_iter().map(|s| s.name).collect();
+    for want in ["telha.v1.WorkerService", "telha.v1.IngestService", "grpc.health.v1.Health"] {
+        assert!(names.iter().any(|n| n == want), "{want} missing from {names:?}");
+    }
+}
