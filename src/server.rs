@@ -33,6 +33,8 @@ pub enum ServeError {
     Transport(#[from] tonic::transport::Error),
     #[error("i/o: {0}")]
     Io(#[from] std::io::Error),
+    #[error(transparent)]
+    Supervisor(#[from] crate::supervise::SupervisorError),
     #[error("reflection: {0}")]
     Reflection(#[from] tonic_reflection::server::Error),
 }

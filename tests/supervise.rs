@@ -181,14 +181,23 @@ async fn crash_loop_degrades_backs_off_and_recovers_after_sighup() {
     assert_eq!(run_mode(&s, "ok", "").await.state, "succeeded");
 }
 
-/// A command that does not exist is an error naming the pool and the command.
+/// A command that does not exist (or is not executable) is refused at start-up with
+/// an error naming the pool and the command.
 #[tokio::test]
 async fn missing_command_names_pool_and_command() {
-    let text = config("", "", ONE_ATTEMPT).replace(r#""{repo}/.venv/bin/python", "{repo}/tests/workers/misbehave.py""#, r#""/nonexistent/worker""#);
-    let s = Server::start_config(&text);
-    let st = s.wait_status(T, "the start error", |st| !st.pools[0].last_error.is_empty()).await;
-    let e = &st.pools[0].last_error;
-    assert!(e.contains("pool misbehave") && e.contains("/nonexistent/worker"), "{e}");
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("supervisor.toml");
+    let plain = dir.path().join("worker.py");
+    std::fs::write(&plain, "print('not executable')\n").unwrap();
+    let plain = plain.to_str().unwrap().to_string();
+    for (command, why) in [("/nonexistent/worker", "no such file"), (plain.as_str(), "not executable")] {
+        let text = config("", "", ONE_ATTEMPT).replace(r#""{repo}/.venv/bin/python", "{repo}/tests/workers/misbehave.py""#, &format!("{command:?}"));
+        std::fs::write(&cfg, text.replace("{repo}", env!("CARGO_MANIFEST_DIR"))).unwrap();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_telha")).current_dir(dir.path()).args(["--config", cfg.to_str().unwrap(), "serve"]).output().unwrap();
+        assert!(!out.status.success());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("pool misbehave") && err.contains(command) && err.contains(why), "{err}");
+    }
 }
 
 /// SIGHUP grows the pool, then shrinks it while workers are busy; every job finishes.

@@ -21,6 +21,14 @@ use crate::store::state::JobState;
 use crate::time::now_us;
 use spawn::Spawner;
 
+#[derive(Debug, thiserror::Error)]
+pub enum SupervisorError {
+    #[error(transparent)]
+    Command(#[from] spawn::SpawnError),
+    #[error("cannot start the spawner thread: {0}")]
+    Io(#[from] std::io::Error),
+}
+
 pub struct Supervisor {
     core: Core,
     spawner: Spawner,
@@ -30,7 +38,12 @@ pub struct Supervisor {
 }
 
 impl Supervisor {
-    pub fn start(core: Core, contact: CoreContact) -> std::io::Result<Self> {
+    /// Starts a pool actor per configured pool. A pool whose command cannot start
+    /// (missing, not executable) is an error naming the pool and the command.
+    pub fn start(core: Core, contact: CoreContact) -> Result<Self, SupervisorError> {
+        for (name, pool) in core.config().pools.iter() {
+            spawn::check_command(name, &pool.command[0])?;
+        }
         let spawner = Spawner::start()?;
         let mut pools = BTreeMap::new();
         for (name, pool) in core.config().pools.iter() {
@@ -56,6 +69,10 @@ impl Supervisor {
             }
         }
         for (name, pc) in &config.pools {
+            if let Err(e) = spawn::check_command(name, &pc.command[0]) {
+                tracing::error!(error = %e, "SIGHUP: keeping the running configuration of this pool");
+                continue;
+            }
             match pools.get(name) {
                 Some(pool) => {
                     let _ = pool.reload(pc.clone()).await;

@@ -75,14 +75,37 @@ pub struct Spawned {
 }
 
 #[derive(Debug, thiserror::Error)]
-#[error("pool {pool}: cannot start {command:?}: {source}")]
+#[error("pool {pool}: cannot start {command:?}: {error}")]
 pub struct SpawnError {
     pub pool: String,
     pub command: String,
-    pub source: std::io::Error,
+    pub error: std::io::Error,
 }
 
 type Request = (SpawnSpec, oneshot::Sender<Result<Spawned, SpawnError>>);
+
+/// Checks that `program` names an executable file (a path, or a name on the clean
+/// PATH workers get), so a pool whose command cannot start is refused up front.
+pub fn check_command(pool: &str, program: &str) -> Result<(), SpawnError> {
+    use std::os::unix::fs::PermissionsExt;
+    let err = |msg: String| SpawnError { pool: pool.to_string(), command: program.to_string(), error: std::io::Error::new(std::io::ErrorKind::NotFound, msg) };
+    let candidates: Vec<PathBuf> = if program.contains('/') {
+        vec![PathBuf::from(program)]
+    } else {
+        CLEAN_PATH.split(':').map(|d| PathBuf::from(d).join(program)).collect()
+    };
+    for c in &candidates {
+        if let Ok(meta) = std::fs::metadata(c) {
+            if meta.is_file() && meta.permissions().mode() & 0o111 != 0 {
+                return Ok(());
+            }
+            if meta.is_file() {
+                return Err(err(format!("{} is not executable", c.display())));
+            }
+        }
+    }
+    Err(err(if program.contains('/') { "no such file".into() } else { format!("not found on PATH ({CLEAN_PATH})") }))
+}
 
 /// Handle to the spawner thread. Cheap to clone.
 #[derive(Clone)]
@@ -110,14 +133,14 @@ impl Spawner {
     pub async fn spawn(&self, spec: SpawnSpec) -> Result<Spawned, SpawnError> {
         let (reply, rx) = oneshot::channel();
         let (pool, command) = (spec.pool.clone(), spec.program.clone());
-        let gone = |what: &str| SpawnError { pool: pool.clone(), command: command.clone(), source: std::io::Error::other(what.to_string()) };
+        let gone = |what: &str| SpawnError { pool: pool.clone(), command: command.clone(), error: std::io::Error::other(what.to_string()) };
         self.tx.send((spec, reply)).map_err(|_| gone("the spawner thread is gone"))?;
         rx.await.map_err(|_| gone("the spawner thread dropped the request"))?
     }
 }
 
 fn spawn(spec: SpawnSpec) -> Result<Spawned, SpawnError> {
-    let err = |source| SpawnError { pool: spec.pool.clone(), command: std::iter::once(spec.program.as_str()).chain(spec.args.iter().map(String::as_str)).collect::<Vec<_>>().join(" "), source };
+    let err = |error| SpawnError { pool: spec.pool.clone(), command: std::iter::once(spec.program.as_str()).chain(spec.args.iter().map(String::as_str)).collect::<Vec<_>>().join(" "), error };
     let mut cmd = Command::new(&spec.program);
     cmd.args(&spec.args)
         .env_clear()
