@@ -10,12 +10,15 @@
 //! - [`rpc`]: thin tonic handlers, auth, and the one mapping from domain errors to `Status`.
 //! - [`server`]: wiring of store, actors and gRPC services; `telha serve`.
 //! - [`cli`]: the `telha` command line.
-//! - [`wire`]: the envelope of a wire submission (`result_json` v1).
+//! - [`graph`]: typed wire v1, validation, staging of partials, the tenant-scoped
+//!   graph (nodes, versions, edges, spans, ambiguities, child jobs) and its reads.
+//! - [`wire`]: re-exports of [`graph::wire`] under its older path.
 
 pub mod actors;
 pub mod cli;
 pub mod config;
 pub mod failure;
+pub mod graph;
 pub mod proto;
 pub mod rpc;
 pub mod server;

@@ -75,6 +75,7 @@ impl Store {
             // Create every table up front so read transactions never meet a missing one.
             let txn = db.begin_write()?;
             jobs::create_tables(&txn)?;
+            crate::graph::create_tables(&txn)?;
             txn.commit()?;
         }
         let blobs = BlobStore::open(&data_dir.join("blobs"))?;
