@@ -115,11 +115,14 @@ pub struct StoreConfig {
     /// Most state changes one durable commit may carry (group commit). 1 means one
     /// fsync per change, the baseline `bench/dispatch` compares against.
     pub max_batch: usize,
+    /// redb's page cache in MiB (read cache and write buffer together): the bound on
+    /// the store's share of the server's resident memory.
+    pub cache_mb: usize,
 }
 
 impl Default for StoreConfig {
     fn default() -> Self {
-        Self { max_batch: 4096 }
+        Self { max_batch: 4096, cache_mb: crate::store::DEFAULT_CACHE_BYTES >> 20 }
     }
 }
 
@@ -264,6 +267,9 @@ impl Config {
         if raw.store.max_batch == 0 {
             return Err(invalid("store.max_batch", "must be at least 1".into()));
         }
+        if !(1..=1 << 20).contains(&raw.store.cache_mb) {
+            return Err(invalid("store.cache_mb", "must be 1 ..= 1048576".into()));
+        }
         for kind in &raw.failures.permanent {
             if FailureKind::parse(kind).is_none() {
                 let known: Vec<_> = FailureKind::ALL.iter().map(|k| k.as_str()).collect();
@@ -406,6 +412,9 @@ mod tests {
         assert!(msg.contains("graph.max_relationships"), "{msg}");
         let msg = parse("[graph]\nmax_text_bytes = 999999999999\n").unwrap_err().to_string();
         assert!(msg.contains("graph.max_text_bytes"), "{msg}");
+        assert_eq!(parse("[store]\ncache_mb = 64\n").unwrap().store.cache_mb, 64);
+        let msg = parse("[store]\ncache_mb = 0\n").unwrap_err().to_string();
+        assert!(msg.contains("store.cache_mb"), "{msg}");
     }
 
     #[test]
