@@ -169,9 +169,12 @@ pub fn node(txn: &ReadTransaction, tenant: &str, id: &str, max_edges: usize) -> 
     Ok(NodeDetail { tenant: tenant.into(), id: id.into(), versions, edges_out, edges_in, truncated })
 }
 
+/// A position in the ambiguity list: (job id, index within the job).
+pub type AmbiguityPos = (u64, u32);
+
 /// Ambiguities of `tenant` (of one job when given), after position `after`, at most
 /// `limit`; the position to continue after, when there are more.
-pub fn list_ambiguities(txn: &ReadTransaction, tenant: &str, job: Option<u64>, after: Option<(u64, u32)>, limit: usize) -> Result<(Vec<AmbiguityView>, Option<(u64, u32)>), GraphError> {
+pub fn list_ambiguities(txn: &ReadTransaction, tenant: &str, job: Option<u64>, after: Option<AmbiguityPos>, limit: usize) -> Result<(Vec<AmbiguityView>, Option<AmbiguityPos>), GraphError> {
     let (lo_job, hi_job) = job.map_or((0, u64::MAX), |j| (j, j));
     let table = txn.open_table(AMBIGUITIES)?;
     let range = match after {
