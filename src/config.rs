@@ -36,6 +36,8 @@ struct RawConfig {
     pools: BTreeMap<String, PoolConfig>,
     #[serde(default)]
     failures: FailuresConfig,
+    #[serde(default)]
+    graph: GraphConfig,
 }
 
 /// The whole, validated configuration. Relative paths are already resolved against
@@ -49,6 +51,7 @@ pub struct Config {
     pub store: StoreConfig,
     pub pools: BTreeMap<String, PoolConfig>,
     pub failures: FailuresConfig,
+    pub graph: GraphConfig,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -116,11 +119,54 @@ pub struct StoreConfig {
     /// Most state changes one durable commit may carry (group commit). 1 means one
     /// fsync per change, the baseline `bench/dispatch` compares against.
     pub max_batch: usize,
+    /// redb's page cache in MiB (read cache and write buffer together): the bound on
+    /// the store's share of the server's resident memory.
+    pub cache_mb: usize,
 }
 
 impl Default for StoreConfig {
     fn default() -> Self {
-        Self { max_batch: 4096 }
+        Self { max_batch: 4096, cache_mb: crate::store::DEFAULT_CACHE_BYTES >> 20 }
+    }
+}
+
+/// `[graph]`: per-submission caps on what a worker may send (a submission over a cap
+/// fails its attempt as `protocol`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct GraphConfig {
+    pub max_text_bytes: usize,
+    pub max_spans: usize,
+    pub max_nodes: usize,
+    pub max_relationships: usize,
+    pub max_child_jobs: usize,
+    pub max_ambiguities: usize,
+}
+
+impl Default for GraphConfig {
+    fn default() -> Self {
+        let c = crate::graph::validate::Caps::default();
+        Self {
+            max_text_bytes: c.max_text_bytes,
+            max_spans: c.max_spans,
+            max_nodes: c.max_nodes,
+            max_relationships: c.max_relationships,
+            max_child_jobs: c.max_child_jobs,
+            max_ambiguities: c.max_ambiguities,
+        }
+    }
+}
+
+impl GraphConfig {
+    pub fn caps(&self) -> crate::graph::validate::Caps {
+        crate::graph::validate::Caps {
+            max_text_bytes: self.max_text_bytes,
+            max_spans: self.max_spans,
+            max_nodes: self.max_nodes,
+            max_relationships: self.max_relationships,
+            max_child_jobs: self.max_child_jobs,
+            max_ambiguities: self.max_ambiguities,
+        }
     }
 }
 
@@ -246,6 +292,9 @@ impl Config {
         if raw.store.max_batch == 0 {
             return Err(invalid("store.max_batch", "must be at least 1".into()));
         }
+        if !(1..=1 << 20).contains(&raw.store.cache_mb) {
+            return Err(invalid("store.cache_mb", "must be 1 ..= 1048576".into()));
+        }
         for kind in &raw.failures.permanent {
             if FailureKind::parse(kind).is_none() {
                 let known: Vec<_> = FailureKind::ALL.iter().map(|k| k.as_str()).collect();
@@ -294,7 +343,16 @@ impl Config {
                 return Err(invalid(&key("env"), format!("{k:?} cannot be set here (TELHA_* come from the supervisor)")));
             }
         }
-        Ok(Self { path, server: raw.server, jobs: raw.jobs, store: raw.store, pools: raw.pools, failures: raw.failures })
+        let g = &raw.graph;
+        for (k, v) in [("max_text_bytes", g.max_text_bytes), ("max_spans", g.max_spans), ("max_nodes", g.max_nodes), ("max_relationships", g.max_relationships)] {
+            if v == 0 {
+                return Err(invalid(&format!("graph.{k}"), "must be at least 1".into()));
+            }
+        }
+        if g.max_text_bytes > crate::graph::wire::MAX_SUBMISSION_BYTES {
+            return Err(invalid("graph.max_text_bytes", format!("at most {} (the largest submission)", crate::graph::wire::MAX_SUBMISSION_BYTES)));
+        }
+        Ok(Self { path, server: raw.server, jobs: raw.jobs, store: raw.store, pools: raw.pools, failures: raw.failures, graph: raw.graph })
     }
 
     /// Every format a job may have: the built-in ones and those the pools declare.
@@ -319,6 +377,7 @@ impl RawConfig {
             store: StoreConfig::default(),
             pools: BTreeMap::new(),
             failures: FailuresConfig::default(),
+            graph: GraphConfig::default(),
         }
     }
 }
@@ -393,6 +452,24 @@ mod tests {
     fn lease_secs_takes_integers_and_fractions() {
         assert_eq!(parse("[jobs]\nlease_secs = 2\n").unwrap().jobs.lease(), Duration::from_secs(2));
         assert_eq!(parse("[jobs]\nlease_secs = 0.5\n").unwrap().jobs.lease(), Duration::from_millis(500));
+    }
+
+    #[test]
+    fn graph_caps_parse_strictly() {
+        assert_eq!(Config::defaults().graph.caps(), crate::graph::validate::Caps::default());
+        let c = parse("[graph]\nmax_nodes = 10\nmax_text_bytes = 4096\n").unwrap();
+        assert_eq!((c.graph.max_nodes, c.graph.max_text_bytes, c.graph.max_spans), (10, 4096, Config::defaults().graph.max_spans));
+        let msg = parse("[graph]\nmax_nodes = 0\n").unwrap_err().to_string();
+        assert!(msg.contains("graph.max_nodes"), "{msg}");
+        let msg = parse("[graph]\nmax_node = 5\n").unwrap_err().to_string();
+        assert!(msg.contains("graph.max_node"), "{msg}");
+        let msg = parse("[graph]\nmax_relationships = -1\n").unwrap_err().to_string();
+        assert!(msg.contains("graph.max_relationships"), "{msg}");
+        let msg = parse("[graph]\nmax_text_bytes = 999999999999\n").unwrap_err().to_string();
+        assert!(msg.contains("graph.max_text_bytes"), "{msg}");
+        assert_eq!(parse("[store]\ncache_mb = 64\n").unwrap().store.cache_mb, 64);
+        let msg = parse("[store]\ncache_mb = 0\n").unwrap_err().to_string();
+        assert!(msg.contains("store.cache_mb"), "{msg}");
     }
 
     #[test]

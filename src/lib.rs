@@ -11,12 +11,15 @@
 //! - [`supervise`]: pool actors' tools: exit classification, spawning, /proc; SIGHUP and drain.
 //! - [`server`]: wiring of store, actors and gRPC services; `telha serve`.
 //! - [`cli`]: the `telha` command line.
-//! - [`wire`]: the envelope of a wire submission (`result_json` v1).
+//! - [`graph`]: typed wire v1, validation, staging of partials, the tenant-scoped
+//!   graph (nodes, versions, edges, spans, ambiguities, child jobs) and its reads.
+//! - [`wire`]: re-exports of [`graph::wire`] under its older path.
 
 pub mod actors;
 pub mod cli;
 pub mod config;
 pub mod failure;
+pub mod graph;
 pub mod proto;
 pub mod rpc;
 pub mod server;

@@ -15,7 +15,8 @@ use tokio::time::Instant;
 use super::queue::{JobSender, Queue, ReadyJob};
 use super::{ActorGone, CoreEvent};
 use crate::proto::JobPayload;
-use crate::store::jobs::{self, ExpireOutcome, FailOutcome, Granted, Policy, SubmitOutcome, Submission};
+use crate::graph::submit::{self, Staged, SubmitOutcome};
+use crate::store::jobs::{self, ExpireOutcome, FailOutcome, Granted, Policy};
 use crate::store::records::FailureRecord;
 use crate::store::{Store, StoreError};
 use crate::time::now_us;
@@ -114,11 +115,19 @@ impl Leases {
         self.store.write(move |t| jobs::heartbeat(t, &worker, &items, &policy, now_us())).await
     }
 
-    pub async fn submit(&self, sub: Submission) -> Result<SubmitOutcome, StoreError> {
+    /// Accepts a validated submission; a final one makes the projection visible and
+    /// hands the child jobs it created to the queue.
+    pub async fn submit(&self, sub: Staged) -> Result<SubmitOutcome, StoreError> {
         let (id, worker, policy) = (sub.job_id, sub.worker_id.clone(), self.policy.clone());
-        let outcome = self.store.write(move |t| jobs::submit(t, sub, &policy, now_us())).await?;
+        let outcome = self.store.write(move |t| submit::submit(t, sub, &policy, now_us())).await?;
         match &outcome {
-            SubmitOutcome::Accepted { finished: true, .. } => self.ended(id, worker).await,
+            SubmitOutcome::Accepted { finished: true, enqueued, .. } => {
+                if !enqueued.is_empty() {
+                    let ready = enqueued.iter().map(|c| ReadyJob { format: c.format.clone(), tenant: c.tenant.clone(), id: c.id }).collect();
+                    let _ = self.queue.ready(ready).await;
+                }
+                self.ended(id, worker).await
+            }
             SubmitOutcome::Protocol { failed, .. } => self.after_fail(id, failed).await,
             _ => {}
         }

@@ -70,7 +70,7 @@ impl Core {
     /// Opens the store, releases the leases of the previous run (their processes died
     /// with it), rebuilds the in-memory indexes and starts the actors.
     pub async fn start(config: Config) -> Result<Self, CoreError> {
-        let store = Store::open(&config.server.data_dir, config.store.max_batch)?;
+        let store = Store::open_with_cache(&config.server.data_dir, config.store.max_batch, config.store.cache_mb.saturating_mul(1 << 20))?;
         let policy = Arc::new(Policy::from_config(&config));
         let released = store.write(|t| jobs::release_all(t, now_us())).await?;
         if !released.is_empty() {

@@ -2,6 +2,7 @@
 //! server over gRPC; `serve` runs one.
 
 mod client;
+mod graph;
 mod render;
 mod run;
 
@@ -50,6 +51,12 @@ pub enum Command {
     Retry(IdArgs),
     /// Cancel a queued, leased or retrying job.
     Cancel(IdArgs),
+    /// A succeeded job's projection: canonical text, spans, nodes, relationships, ambiguities.
+    Graph(GraphArgs),
+    /// One node of a tenant: its versions and its edges in and out.
+    Node(NodeArgs),
+    /// Temporal ambiguities of a tenant (or of one job), with all their candidates.
+    Ambiguities(AmbiguitiesArgs),
     /// Queue depth per format and state, and the workers polling.
     Status,
 }
@@ -109,6 +116,34 @@ pub struct IdArgs {
     pub id: String,
 }
 
+#[derive(Debug, Args)]
+pub struct GraphArgs {
+    /// Job id.
+    pub id: String,
+    /// Only if the job belongs to this tenant.
+    #[arg(long)]
+    pub tenant: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct NodeArgs {
+    /// Node id (core-assigned `n<number>` or a worker's deterministic id).
+    pub id: String,
+    /// Tenant whose node this is (node ids are scoped by tenant).
+    #[arg(long, default_value = "default")]
+    pub tenant: String,
+}
+
+#[derive(Debug, Args)]
+pub struct AmbiguitiesArgs {
+    /// Only this job's ambiguities.
+    #[arg(long)]
+    pub job: Option<String>,
+    /// Tenant (default: the job's tenant with --job, else "default").
+    #[arg(long)]
+    pub tenant: Option<String>,
+}
+
 /// Runs the CLI; the exit code says whether it worked.
 pub async fn run(cli: Cli) -> ExitCode {
     let result = match cli.command {
@@ -120,6 +155,9 @@ pub async fn run(cli: Cli) -> ExitCode {
         Command::Retry(args) => client::retry(&cli.global, &args.id).await,
         Command::Cancel(args) => client::cancel(&cli.global, &args.id).await,
         Command::Status => client::status(&cli.global).await,
+        Command::Graph(args) => graph::graph(&cli.global, args).await,
+        Command::Node(args) => graph::node(&cli.global, args).await,
+        Command::Ambiguities(args) => graph::ambiguities(&cli.global, args).await,
     };
     match result {
         Ok(code) => code,

@@ -147,6 +147,18 @@ impl IngestService for IngestApi {
         self.view(id, &r.tenant_id).map(Response::new)
     }
 
+    async fn get_projection(&self, req: Request<GetProjectionRequest>) -> Result<Response<Projection>, Status> {
+        super::graph::projection(&self.core, req.into_inner()).await.map(Response::new)
+    }
+
+    async fn get_node(&self, req: Request<GetNodeRequest>) -> Result<Response<GraphNode>, Status> {
+        super::graph::node(&self.core, req.into_inner()).await.map(Response::new)
+    }
+
+    async fn list_ambiguities(&self, req: Request<ListAmbiguitiesRequest>) -> Result<Response<ListAmbiguitiesResponse>, Status> {
+        super::graph::ambiguities(&self.core, req.into_inner()).await.map(Response::new)
+    }
+
     async fn list_jobs(&self, req: Request<ListJobsRequest>) -> Result<Response<ListJobsResponse>, Status> {
         let r = req.into_inner();
         let filter = ListFilter {

@@ -4,12 +4,14 @@
 
 pub mod auth;
 pub mod convert;
+pub mod graph;
 pub mod ingest;
 pub mod worker;
 
 use tonic::Status;
 
 use crate::actors::{ActorGone, CoreError};
+use crate::graph::GraphError;
 use crate::store::jobs::JobError;
 use crate::store::StoreError;
 
@@ -20,6 +22,17 @@ pub fn to_status(e: CoreError) -> Status {
         CoreError::Job(JobError::Transition(t)) => Status::failed_precondition(t.to_string()),
         CoreError::Gone(g) => Status::unavailable(g.to_string()),
         CoreError::Store(s) => store_status(s),
+    }
+}
+
+/// Graph reads: a job or node the caller's tenant does not have is NOT_FOUND (the
+/// same answer as for one that does not exist, so tenants learn nothing of others).
+pub fn graph_status(e: GraphError) -> Status {
+    match e {
+        GraphError::NoJob(id) => Status::not_found(format!("no job {id}")),
+        GraphError::NoNode(id) => Status::not_found(format!("no node {id:?}")),
+        e @ GraphError::NotVisible { .. } => Status::failed_precondition(e.to_string()),
+        GraphError::Store(s) => store_status(s),
     }
 }
 

@@ -12,9 +12,11 @@ use crate::actors::Core;
 use crate::failure::{self, FailureKind};
 use crate::proto::worker_service_server::WorkerService;
 use crate::proto::*;
-use crate::store::jobs::{self, FailOutcome, SubmitOutcome, Submission};
+use crate::graph::submit::{base_offset, Staged, SubmitOutcome};
+use crate::graph::validate::validate;
+use crate::graph::wire::{self, WireError};
+use crate::store::jobs::{self, FailOutcome};
 use crate::store::records::FailureRecord;
-use crate::wire;
 
 /// Most jobs one stream may hold at once.
 const MAX_IN_FLIGHT: u32 = 64;
@@ -95,10 +97,17 @@ impl WorkerService for WorkerApi {
                 _ => SubmitResponse { accepted: true, ..Default::default() },
             }));
         }
-        let envelope = match wire::parse_envelope(&r.result_json) {
-            Ok(e) => e,
-            Err(reason) => {
+        let core = self.core.clone();
+        let attempt = r.attempt;
+        let bytes = r.result_json;
+        // Parse, validate all of it and store child contents as blobs, off the async
+        // workers (a partial may be tens of MB of JSON).
+        let checked = tokio::task::spawn_blocking(move || check(&core, id, attempt, bytes)).await.map_err(|e| Status::internal(e.to_string()))??;
+        let sub = match checked {
+            Ok(staged) => staged,
+            Err(err) => {
                 // Malformed: the attempt fails as `protocol` (if it is current), nothing is applied.
+                let reason = err.to_string();
                 let kind = FailureKind::Protocol;
                 let failure = FailureRecord {
                     kind: kind.as_str().into(),
@@ -110,20 +119,12 @@ impl WorkerService for WorkerApi {
                 let outcome = leases.fail(id, Some(worker), r.attempt, failure).await.map_err(store_status)?;
                 let reason = match outcome {
                     FailOutcome::NotCurrent(fenced) => fenced,
-                    _ => reason,
+                    _ => failure::reason(kind, &reason),
                 };
                 return Ok(Response::new(SubmitResponse { accepted: false, reason, ..Default::default() }));
             }
         };
-        let sub = Submission {
-            job_id: id,
-            worker_id: worker,
-            attempt: r.attempt,
-            seq: envelope.seq,
-            partial: envelope.partial,
-            node_ids: envelope.node_ids,
-            result_json: r.result_json,
-        };
+        let sub = Staged { worker_id: worker, ..sub };
         let outcome = leases.submit(sub).await.map_err(store_status)?;
         Ok(Response::new(match outcome {
             SubmitOutcome::Accepted { node_ids, lease_deadline, .. } => SubmitResponse { accepted: true, node_ids, lease_deadline, reason: String::new() },
@@ -183,4 +184,35 @@ impl WorkerService for WorkerApi {
         });
         Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
     }
+}
+
+/// Parses and validates a submission against the text staged so far for its lease,
+/// and stores its child jobs' contents as blobs. `Ok(Err(_))` is a malformed
+/// submission; `Err(_)` a failure of ours.
+fn check(core: &Core, job: u64, attempt: u64, bytes: Vec<u8>) -> Result<Result<Staged, WireError>, Status> {
+    let sub = match wire::parse(&bytes) {
+        Ok(s) => s,
+        Err(e) => return Ok(Err(e)),
+    };
+    let base = base_offset(&core.store.read().map_err(store_status)?, job, attempt, sub.seq).map_err(store_status)?;
+    let checked = match validate(&sub, base, &core.config().graph.caps(), &core.config().known_formats()) {
+        Ok(c) => c,
+        Err(e) => return Ok(Err(e)),
+    };
+    let mut child_blobs = Vec::with_capacity(checked.child_contents.len());
+    for content in checked.child_contents {
+        child_blobs.push(match content {
+            None => String::new(),
+            Some(data) => {
+                let blob = (|| {
+                    let mut w = core.store.blobs().writer()?;
+                    w.write(&data)?;
+                    w.finish()
+                })()
+                .map_err(|e| Status::internal(format!("cannot store a child job's content: {e}")))?;
+                format!("{}:{}", blob.0, blob.1)
+            }
+        });
+    }
+    Ok(Ok(Staged { job_id: job, worker_id: String::new(), attempt, base, result_json: bytes, sub, child_blobs }))
 }

@@ -7,7 +7,7 @@
 use prost::Message;
 use redb::{ReadTransaction, ReadableTable, WriteTransaction};
 
-use super::records::{FailureRecord, JobRecord, LeaseRecord, SubmissionRecord};
+use super::records::{FailureRecord, JobRecord, LeaseRecord};
 use super::state::{backoff_ms, transition, Event, JobState, TransitionError};
 use super::tables::*;
 use super::{StoreError, Tx};
@@ -84,7 +84,7 @@ pub fn state_of(rec: &JobRecord) -> Result<JobState, StoreError> {
         .ok_or_else(|| StoreError::Corrupt(format!("job {} has state code {}", rec.id, rec.state)))
 }
 
-fn load(txn: &WriteTransaction, id: u64) -> Result<Option<JobRecord>, StoreError> {
+pub(crate) fn load(txn: &WriteTransaction, id: u64) -> Result<Option<JobRecord>, StoreError> {
     let t = txn.open_table(JOBS)?;
     let bytes = t.get(id)?.map(|g| g.value().to_vec());
     Ok(match bytes {
@@ -93,7 +93,7 @@ fn load(txn: &WriteTransaction, id: u64) -> Result<Option<JobRecord>, StoreError
     })
 }
 
-fn load_lease(txn: &WriteTransaction, id: u64) -> Result<Option<LeaseRecord>, StoreError> {
+pub(crate) fn load_lease(txn: &WriteTransaction, id: u64) -> Result<Option<LeaseRecord>, StoreError> {
     let t = txn.open_table(LEASES)?;
     let bytes = t.get(id)?.map(|g| g.value().to_vec());
     Ok(match bytes {
@@ -102,7 +102,7 @@ fn load_lease(txn: &WriteTransaction, id: u64) -> Result<Option<LeaseRecord>, St
     })
 }
 
-fn next_counter(txn: &WriteTransaction, name: &str) -> Result<u64, StoreError> {
+pub(crate) fn next_counter(txn: &WriteTransaction, name: &str) -> Result<u64, StoreError> {
     let mut t = txn.open_table(META)?;
     let next = t.get(name)?.map(|g| g.value()).unwrap_or(1);
     t.insert(name, next + 1)?;
@@ -111,7 +111,7 @@ fn next_counter(txn: &WriteTransaction, name: &str) -> Result<u64, StoreError> {
 
 /// Writes `rec` (whose state may have changed from `old`) and every index that
 /// follows from its state.
-fn save(tx: &mut Tx<'_>, old: Option<JobState>, rec: &JobRecord, now: i64) -> Result<(), StoreError> {
+pub(crate) fn save(tx: &mut Tx<'_>, old: Option<JobState>, rec: &JobRecord, now: i64) -> Result<(), StoreError> {
     let new = state_of(rec)?;
     let txn = tx.txn;
     txn.open_table(JOBS)?.insert(rec.id, rec.encode_to_vec().as_slice())?;
@@ -239,7 +239,7 @@ pub fn heartbeat(tx: &mut Tx<'_>, worker: &str, items: &[(u64, Option<u64>)], po
 }
 
 /// Why a submission or heartbeat does not apply to the current lease.
-fn fence(txn: &WriteTransaction, id: u64, worker: Option<&str>, attempt: u64) -> Result<Result<(JobRecord, LeaseRecord), String>, StoreError> {
+pub(crate) fn fence(txn: &WriteTransaction, id: u64, worker: Option<&str>, attempt: u64) -> Result<Result<(JobRecord, LeaseRecord), String>, StoreError> {
     let Some(rec) = load(txn, id)? else { return Ok(Err(format!("no job {id}"))) };
     let state = state_of(&rec)?;
     if state != JobState::Leased {
@@ -255,104 +255,6 @@ fn fence(txn: &WriteTransaction, id: u64, worker: Option<&str>, attempt: u64) ->
         }
     }
     Ok(Ok((rec, lease)))
-}
-
-/// A submission, parsed just enough to route it.
-#[derive(Debug, Clone)]
-pub struct Submission {
-    pub job_id: u64,
-    pub worker_id: String,
-    pub attempt: u64,
-    pub seq: u32,
-    pub partial: bool,
-    /// One entry per node: the worker's deterministic id, if it gave one.
-    pub node_ids: Vec<Option<String>>,
-    pub result_json: Vec<u8>,
-}
-
-#[derive(Debug)]
-pub enum SubmitOutcome {
-    /// Stored. `finished` when this was the final submission.
-    Accepted { node_ids: Vec<String>, finished: bool, lease_deadline: i64 },
-    /// Not applied: fenced, or for a job that is not leased. Nothing changed.
-    Rejected(String),
-    /// Malformed in context (a gap in `seq`, a changed re-send): the attempt failed as `protocol`.
-    Protocol { reason: String, failed: FailOutcome },
-}
-
-pub fn submit(tx: &mut Tx<'_>, s: Submission, policy: &Policy, now: i64) -> Result<SubmitOutcome, StoreError> {
-    let key = (s.job_id, s.attempt, s.seq);
-    let earlier = tx.txn.open_table(SUBMISSIONS)?.get(key)?.map(|g| g.value().to_vec());
-    if let Some(bytes) = earlier {
-        // A re-send (the worker did not see our reply): same bytes → same answer.
-        let stored = SubmissionRecord::decode(bytes.as_slice())?;
-        let rec = load(tx.txn, s.job_id)?;
-        let same_lease = rec.as_ref().is_some_and(|r| r.lease_seq == s.attempt);
-        if stored.result_json == s.result_json && same_lease {
-            let deadline = load_lease(tx.txn, s.job_id)?.map(|l| l.deadline).unwrap_or(0);
-            return Ok(SubmitOutcome::Accepted { node_ids: stored.node_ids, finished: !stored.partial, lease_deadline: deadline });
-        }
-    }
-    let (mut rec, mut lease) = match fence(tx.txn, s.job_id, Some(&s.worker_id), s.attempt)? {
-        Ok(v) => v,
-        Err(reason) => return Ok(SubmitOutcome::Rejected(reason)),
-    };
-    let expected = {
-        let t = tx.txn.open_table(SUBMISSIONS)?;
-        t.range((s.job_id, s.attempt, 0)..=(s.job_id, s.attempt, u32::MAX))?.count() as u32
-    };
-    if s.seq != expected {
-        let reason = if s.seq < expected {
-            format!("seq {} was already submitted with different bytes", s.seq)
-        } else {
-            format!("seq {} leaves a gap: the next expected seq is {expected}", s.seq)
-        };
-        let failure = FailureRecord {
-            kind: FailureKind::Protocol.as_str().into(),
-            permanent: policy.is_permanent(FailureKind::Protocol),
-            reason: crate::failure::reason(FailureKind::Protocol, &reason),
-            worker_id: s.worker_id.clone(),
-            ..Default::default()
-        };
-        let failed = fail(tx, s.job_id, Some(&s.worker_id), s.attempt, failure, policy, now)?;
-        return Ok(SubmitOutcome::Protocol { reason, failed });
-    }
-    let mut node_ids = Vec::with_capacity(s.node_ids.len());
-    for given in &s.node_ids {
-        node_ids.push(match given {
-            Some(id) => id.clone(),
-            None => format!("n{}", next_counter(tx.txn, "next_node_id")?),
-        });
-    }
-    let stored = SubmissionRecord { result_json: s.result_json, node_ids: node_ids.clone(), partial: s.partial };
-    tx.txn.open_table(SUBMISSIONS)?.insert(key, stored.encode_to_vec().as_slice())?;
-    let old = JobState::Leased;
-    if s.partial {
-        // A partial is a sign of life: it extends the lease like a heartbeat.
-        lease.deadline = lease.deadline.max(now + policy.lease_us);
-        tx.txn.open_table(LEASES)?.insert(s.job_id, lease.encode_to_vec().as_slice())?;
-        rec.updated_at = now;
-        save(tx, Some(old), &rec, now)?;
-        return Ok(SubmitOutcome::Accepted { node_ids, finished: false, lease_deadline: lease.deadline });
-    }
-    let mut hasher = blake3::Hasher::new();
-    let mut nodes = 0u32;
-    {
-        let t = tx.txn.open_table(SUBMISSIONS)?;
-        for entry in t.range((s.job_id, s.attempt, 0)..=(s.job_id, s.attempt, u32::MAX))? {
-            let (_, v) = entry?;
-            let sub = SubmissionRecord::decode(v.value())?;
-            hasher.update(&sub.result_json);
-            nodes = nodes.saturating_add(u32::try_from(sub.node_ids.len()).unwrap_or(u32::MAX));
-        }
-    }
-    rec.state = u32::from(transition(old, Event::Succeed).map_err(|e| StoreError::Corrupt(e.to_string()))?.code());
-    rec.submission_hash = hasher.finalize().to_hex().to_string();
-    rec.node_count = nodes;
-    rec.updated_at = now;
-    rec.next_attempt_at = 0;
-    save(tx, Some(old), &rec, now)?;
-    Ok(SubmitOutcome::Accepted { node_ids, finished: true, lease_deadline: 0 })
 }
 
 #[derive(Debug, Clone)]

@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use redb::{Database, ReadableDatabase};
+
 use tokio::sync::{broadcast, mpsc, oneshot};
 
 pub use blobs::BlobStore;
@@ -54,6 +55,9 @@ impl From<prost::DecodeError> for StoreError {
     }
 }
 
+/// redb's page cache when `[store] cache_mb` is not set.
+pub const DEFAULT_CACHE_BYTES: usize = 128 << 20;
+
 /// The store: cheap to clone, shared by the actors and the RPC handlers.
 #[derive(Clone)]
 pub struct Store {
@@ -69,12 +73,20 @@ pub struct Store {
 impl Store {
     /// Opens (or creates) `<data_dir>/telha.redb` and the blob folder, and starts the writer thread.
     pub fn open(data_dir: &Path, max_batch: usize) -> Result<Self, StoreError> {
+        Self::open_with_cache(data_dir, max_batch, DEFAULT_CACHE_BYTES)
+    }
+
+    /// As [`Store::open`], with redb's page cache (read cache and write buffer
+    /// together) bounded to `cache_bytes`: the server's resident memory stays within
+    /// it however much is staged or committed (`[store] cache_mb`).
+    pub fn open_with_cache(data_dir: &Path, max_batch: usize, cache_bytes: usize) -> Result<Self, StoreError> {
         std::fs::create_dir_all(data_dir)?;
-        let db = Arc::new(Database::create(data_dir.join("telha.redb"))?);
+        let db = Arc::new(redb::Builder::new().set_cache_size(cache_bytes).create(data_dir.join("telha.redb"))?);
         {
             // Create every table up front so read transactions never meet a missing one.
             let txn = db.begin_write()?;
             jobs::create_tables(&txn)?;
+            crate::graph::create_tables(&txn)?;
             txn.commit()?;
         }
         let blobs = BlobStore::open(&data_dir.join("blobs"))?;

@@ -93,4 +93,112 @@ pub struct SubmissionRecord {
     pub node_ids: Vec<String>,
     #[prost(bool, tag = "3")]
     pub partial: bool,
+    /// Global byte offset just past this submission's text (running total).
+    #[prost(uint64, tag = "4")]
+    pub text_end: u64,
+    /// Running count of nodes up to and including this submission.
+    #[prost(uint64, tag = "5")]
+    pub nodes_total: u64,
+    /// The latest `contentHash` seen up to and including this submission.
+    #[prost(string, tag = "6")]
+    pub content_hash: String,
+    /// Per child job of this submission: "<blake3>:<size>" of its content blob, or "".
+    #[prost(string, repeated, tag = "7")]
+    pub child_blobs: Vec<String>,
+    /// blake3 of `result_json`, kept once the bytes are dropped (after the final commit).
+    #[prost(string, tag = "8")]
+    pub result_hash: String,
+}
+
+/// One version of a node.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct NodeVersionRecord {
+    #[prost(string, repeated, tag = "1")]
+    pub labels: Vec<String>,
+    /// Canonical JSON (sorted keys) of the properties object.
+    #[prost(string, tag = "2")]
+    pub properties_json: String,
+    #[prost(uint64, tag = "3")]
+    pub job: u64,
+    #[prost(uint64, tag = "4")]
+    pub attempt: u64,
+    /// When the job's final submission committed (µs).
+    #[prost(int64, tag = "5")]
+    pub committed_at: i64,
+    #[prost(int64, optional, tag = "6")]
+    pub valid_from: Option<i64>,
+    #[prost(int64, optional, tag = "7")]
+    pub valid_to: Option<i64>,
+}
+
+/// An edge as stored by endpoint ids.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct EdgeRecord {
+    #[prost(string, tag = "1")]
+    pub properties_json: String,
+    /// The job that last wrote the edge.
+    #[prost(uint64, tag = "2")]
+    pub job: u64,
+}
+
+/// A node as one job projected it.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct ProjectedNode {
+    #[prost(string, tag = "1")]
+    pub node_id: String,
+    /// The node version this job produced or matched.
+    #[prost(uint32, tag = "2")]
+    pub version: u32,
+    /// Indexes into the job's spans (global across partials).
+    #[prost(uint32, repeated, tag = "3")]
+    pub span_refs: Vec<u32>,
+}
+
+/// A relationship as one job projected it, endpoints resolved to ids.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct ProjectedEdge {
+    #[prost(string, tag = "1")]
+    pub kind: String,
+    #[prost(string, tag = "2")]
+    pub from_id: String,
+    #[prost(string, tag = "3")]
+    pub to_id: String,
+    #[prost(string, tag = "4")]
+    pub properties_json: String,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct SpanRecord {
+    #[prost(uint64, tag = "1")]
+    pub start: u64,
+    #[prost(uint64, tag = "2")]
+    pub end: u64,
+    #[prost(string, tag = "3")]
+    pub kind: String,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct CandidateRecord {
+    #[prost(string, tag = "1")]
+    pub label: String,
+    #[prost(int64, tag = "2")]
+    pub valid_from: i64,
+    #[prost(int64, optional, tag = "3")]
+    pub valid_to: Option<i64>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct AmbiguityRecord {
+    #[prost(string, tag = "1")]
+    pub node_id: String,
+    #[prost(string, tag = "2")]
+    pub kind: String,
+    #[prost(message, repeated, tag = "3")]
+    pub candidates: Vec<CandidateRecord>,
+    #[prost(double, tag = "4")]
+    pub detector_confidence: f64,
+    #[prost(double, tag = "5")]
+    pub applied_candidate_confidence: f64,
+    #[prost(string, tag = "6")]
+    pub severity_hint: String,
 }

@@ -32,3 +32,48 @@ pub const META: TableDefinition<&str, u64> = TableDefinition::new("meta-1");
 /// Accepted submissions of the current (or final) lease of a job.
 /// Key: (job id, lease number, seq). Value: `SubmissionRecord`.
 pub const SUBMISSIONS: TableDefinition<(u64, u64, u32), &[u8]> = TableDefinition::new("submissions-1");
+
+// ---------------------------------------------------------------------------
+// The graph. Every key of tenant data starts with the tenant: the same node id in
+// two tenants is two nodes, and a range scan never crosses into another tenant.
+// Nothing here is written before a job's final submission commits (partials stay
+// in SUBMISSIONS), so whatever a read finds here is visible by construction.
+// ---------------------------------------------------------------------------
+
+/// Nodes. Key: (tenant, node id). Value: the node's current version number (1-based).
+pub const NODES: TableDefinition<(&str, &str), u32> = TableDefinition::new("nodes-1");
+
+/// Node versions. Key: (tenant, node id, version). Value: `NodeVersionRecord`.
+pub const NODE_VERSIONS: TableDefinition<(&str, &str, u32), &[u8]> = TableDefinition::new("node-versions-1");
+
+/// Edges by source. An endpoint id need not exist (a dangling edge): reads resolve
+/// endpoints against NODES, so an edge heals by itself when its node arrives.
+/// Key: (tenant, from id, type, to id). Value: `EdgeRecord`.
+pub const EDGES_OUT: TableDefinition<(&str, &str, &str, &str), &[u8]> = TableDefinition::new("edges-out-1");
+
+/// Edges by target, the reverse index of EDGES_OUT. Key: (tenant, to id, type, from id). Value: ().
+pub const EDGES_IN: TableDefinition<(&str, &str, &str, &str), ()> = TableDefinition::new("edges-in-1");
+
+/// A job's projected nodes in submission order (across partials).
+/// Key: (job id, index). Value: `ProjectedNode` (node id, version, span refs).
+pub const JOB_NODES: TableDefinition<(u64, u32), &[u8]> = TableDefinition::new("job-nodes-1");
+
+/// A job's relationships in submission order. Key: (job id, index). Value: `ProjectedEdge`.
+pub const JOB_EDGES: TableDefinition<(u64, u32), &[u8]> = TableDefinition::new("job-edges-1");
+
+/// A job's spans in submission order (global offsets). Key: (job id, index). Value: `SpanRecord`.
+pub const JOB_SPANS: TableDefinition<(u64, u32), &[u8]> = TableDefinition::new("job-spans-1");
+
+/// A job's canonical text, one chunk per submission (they concatenate byte-exactly).
+/// Key: (job id, seq). Value: UTF-8 bytes.
+pub const JOB_TEXT: TableDefinition<(u64, u32), &[u8]> = TableDefinition::new("job-text-1");
+
+/// Temporal ambiguities, all candidates kept. Key: (tenant, job id, index). Value: `AmbiguityRecord`.
+pub const AMBIGUITIES: TableDefinition<(&str, u64, u32), &[u8]> = TableDefinition::new("ambiguities-1");
+
+/// Child jobs by name, per tenant (name dedup). Key: (tenant, name). Value: job id.
+pub const CHILD_NAMES: TableDefinition<(&str, &str), u64> = TableDefinition::new("child-names-1");
+
+/// The last projected content hash per source (URL, else name), per tenant (recrawl dedup).
+/// Key: (tenant, source key). Value: hex hash.
+pub const CONTENT_HASHES: TableDefinition<(&str, &str), &str> = TableDefinition::new("content-hashes-1");

@@ -1,0 +1,72 @@
+//! The graph store: what a job's accepted submissions become.
+//!
+//! - [`wire`]: the wire submission (`result_json` v1) as strict Rust types.
+//! - [`validate`]: every rule a submission must pass before any of it is applied.
+//! - [`submit`]: staging of partials (fenced, `seq`-ordered, idempotent) and, at the
+//!   final submission, the one write transaction that makes the job's projection
+//!   visible.
+//! - [`apply`]: inside that transaction, projects all staged partials into the
+//!   tenant's graph (nodes and versions, edges, spans, text, ambiguities), enqueues
+//!   child jobs and records the source's content hash.
+//! - [`read`]: a job's projection, a node with its versions and edges, ambiguities.
+//!
+//! Node ids. A node without a worker-given id gets a core-assigned id `n<decimal>`
+//! from one counter for the whole store, so it is unique across jobs and tenants;
+//! workers may reference such ids (`fromId`/`toId`) but not give ids of that form.
+//! A worker-given id is deterministic and scoped by tenant: it upserts (same labels
+//! and properties → the existing version; otherwise a new version).
+//!
+//! Visibility. Partials are only staged (raw bytes in `SUBMISSIONS`); the graph
+//! tables are written only by the final submission's transaction, so a read never
+//! sees part of a job. Partials of an attempt that fails, expires, is released or
+//! cancelled are deleted with it.
+
+pub mod apply;
+pub mod read;
+pub mod submit;
+pub mod validate;
+pub mod wire;
+
+use redb::WriteTransaction;
+
+use crate::store::tables::*;
+use crate::store::StoreError;
+
+/// Errors of graph reads. (Malformed submissions are [`wire::WireError`]; storage
+/// failures are [`StoreError`].)
+#[derive(Debug, thiserror::Error)]
+pub enum GraphError {
+    #[error("no job {0}")]
+    NoJob(u64),
+    #[error("job {job} is {state}: its projection is visible once it succeeds")]
+    NotVisible { job: u64, state: &'static str },
+    #[error("no node {0:?} in this tenant")]
+    NoNode(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+macro_rules! graph_store_error_from {
+    ($($t:ty),*) => {$(
+        impl From<$t> for GraphError {
+            fn from(e: $t) -> Self { Self::Store(e.into()) }
+        }
+    )*};
+}
+graph_store_error_from!(redb::StorageError, redb::TableError, prost::DecodeError);
+
+/// Creates every graph table (so read transactions never meet a missing one).
+pub fn create_tables(txn: &WriteTransaction) -> Result<(), StoreError> {
+    txn.open_table(NODES)?;
+    txn.open_table(NODE_VERSIONS)?;
+    txn.open_table(EDGES_OUT)?;
+    txn.open_table(EDGES_IN)?;
+    txn.open_table(JOB_NODES)?;
+    txn.open_table(JOB_EDGES)?;
+    txn.open_table(JOB_SPANS)?;
+    txn.open_table(JOB_TEXT)?;
+    txn.open_table(AMBIGUITIES)?;
+    txn.open_table(CHILD_NAMES)?;
+    txn.open_table(CONTENT_HASHES)?;
+    Ok(())
+}

@@ -1,0 +1,197 @@
+//! Reads of the graph from one snapshot, always within one tenant: a job's
+//! projection (only once the job succeeded), a node with its versions and edges,
+//! ambiguities. An edge endpoint is resolved against the tenant's nodes at read
+//! time: one that does not exist (yet) is reported as dangling.
+use prost::Message;
+use redb::ReadTransaction;
+
+use super::GraphError;
+use crate::store::jobs::state_of;
+use crate::store::records::*;
+use crate::store::state::JobState;
+use crate::store::tables::*;
+
+#[derive(Debug, Clone)]
+pub struct NodeView {
+    pub id: String,
+    pub version: u32,
+    pub labels: Vec<String>,
+    pub properties_json: String,
+    pub span_refs: Vec<u32>,
+}
+
+#[derive(Debug, Clone)]
+pub struct EdgeView {
+    pub kind: String,
+    pub from_id: String,
+    pub to_id: String,
+    pub properties_json: String,
+    pub from_dangling: bool,
+    pub to_dangling: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct AmbiguityView {
+    pub job: u64,
+    pub ambiguity: AmbiguityRecord,
+}
+
+/// A job's projection in the wire's own terms, ids resolved.
+#[derive(Debug, Clone)]
+pub struct Projection {
+    pub job: JobRecord,
+    pub text: String,
+    pub spans: Vec<SpanRecord>,
+    pub nodes: Vec<NodeView>,
+    pub relationships: Vec<EdgeView>,
+    pub ambiguities: Vec<AmbiguityView>,
+    /// More than `max_items` spans, nodes, relationships or ambiguities: lists were cut.
+    pub truncated: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct NodeDetail {
+    pub tenant: String,
+    pub id: String,
+    pub versions: Vec<(u32, NodeVersionRecord)>,
+    pub edges_out: Vec<EdgeView>,
+    pub edges_in: Vec<EdgeView>,
+    pub truncated: bool,
+}
+
+fn exists(txn: &ReadTransaction, tenant: &str, id: &str) -> Result<bool, GraphError> {
+    Ok(txn.open_table(NODES)?.get((tenant, id))?.is_some())
+}
+
+/// A finished job's projection. `tenant`, when given, must be the job's tenant.
+pub fn projection(txn: &ReadTransaction, job: u64, tenant: Option<&str>, max_items: usize) -> Result<Projection, GraphError> {
+    let rec = match txn.open_table(JOBS)?.get(job)? {
+        Some(b) => JobRecord::decode(b.value())?,
+        None => return Err(GraphError::NoJob(job)),
+    };
+    if tenant.is_some_and(|t| t != rec.tenant) {
+        return Err(GraphError::NoJob(job));
+    }
+    let state = state_of(&rec)?;
+    if state != JobState::Succeeded {
+        return Err(GraphError::NotVisible { job, state: state.as_str() });
+    }
+    let t = rec.tenant.clone();
+    let mut truncated = false;
+    let mut text = Vec::new();
+    for e in txn.open_table(JOB_TEXT)?.range((job, 0)..=(job, u32::MAX))? {
+        text.extend_from_slice(e?.1.value());
+    }
+    let text = String::from_utf8(text).map_err(|e| crate::store::StoreError::Corrupt(format!("text of job {job}: {e}")))?;
+    let mut spans = Vec::new();
+    for e in txn.open_table(JOB_SPANS)?.range((job, 0)..=(job, u32::MAX))? {
+        if spans.len() >= max_items {
+            truncated = true;
+            break;
+        }
+        spans.push(SpanRecord::decode(e?.1.value())?);
+    }
+    let versions = txn.open_table(NODE_VERSIONS)?;
+    let mut nodes = Vec::new();
+    for e in txn.open_table(JOB_NODES)?.range((job, 0)..=(job, u32::MAX))? {
+        if nodes.len() >= max_items {
+            truncated = true;
+            break;
+        }
+        let p = ProjectedNode::decode(e?.1.value())?;
+        let v = match versions.get((t.as_str(), p.node_id.as_str(), p.version))? {
+            Some(b) => NodeVersionRecord::decode(b.value())?,
+            None => return Err(crate::store::StoreError::Corrupt(format!("job {job} names version {} of node {:?}, which is missing", p.version, p.node_id)).into()),
+        };
+        nodes.push(NodeView { id: p.node_id, version: p.version, labels: v.labels, properties_json: v.properties_json, span_refs: p.span_refs });
+    }
+    let mut relationships = Vec::new();
+    for e in txn.open_table(JOB_EDGES)?.range((job, 0)..=(job, u32::MAX))? {
+        if relationships.len() >= max_items {
+            truncated = true;
+            break;
+        }
+        let p = ProjectedEdge::decode(e?.1.value())?;
+        let from_dangling = !exists(txn, &t, &p.from_id)?;
+        let to_dangling = !exists(txn, &t, &p.to_id)?;
+        relationships.push(EdgeView { kind: p.kind, from_id: p.from_id, to_id: p.to_id, properties_json: p.properties_json, from_dangling, to_dangling });
+    }
+    let (ambiguities, more) = list_ambiguities(txn, &t, Some(job), None, max_items)?;
+    truncated |= more.is_some();
+    Ok(Projection { job: rec, text, spans, nodes, relationships, ambiguities, truncated })
+}
+
+/// Node `id` of `tenant`: every version, and up to `max_edges` edges each way.
+pub fn node(txn: &ReadTransaction, tenant: &str, id: &str, max_edges: usize) -> Result<NodeDetail, GraphError> {
+    if !exists(txn, tenant, id)? {
+        return Err(GraphError::NoNode(crate::failure::truncate_utf8(id, 128).to_string()));
+    }
+    let mut versions = Vec::new();
+    for e in txn.open_table(NODE_VERSIONS)?.range((tenant, id, 0)..=(tenant, id, u32::MAX))? {
+        let (k, v) = e?;
+        versions.push((k.value().2, NodeVersionRecord::decode(v.value())?));
+    }
+    let mut truncated = false;
+    let out_table = txn.open_table(EDGES_OUT)?;
+    let mut edges_out = Vec::new();
+    for e in out_table.range((tenant, id, "", "")..)? {
+        let (k, v) = e?;
+        let (kt, from, kind, to) = k.value();
+        if kt != tenant || from != id {
+            break;
+        }
+        if edges_out.len() >= max_edges {
+            truncated = true;
+            break;
+        }
+        let r = EdgeRecord::decode(v.value())?;
+        let to_dangling = !exists(txn, tenant, to)?;
+        edges_out.push(EdgeView { kind: kind.into(), from_id: from.into(), to_id: to.into(), properties_json: r.properties_json, from_dangling: false, to_dangling });
+    }
+    let mut edges_in = Vec::new();
+    for e in txn.open_table(EDGES_IN)?.range((tenant, id, "", "")..)? {
+        let (k, _) = e?;
+        let (kt, to, kind, from) = k.value();
+        if kt != tenant || to != id {
+            break;
+        }
+        if edges_in.len() >= max_edges {
+            truncated = true;
+            break;
+        }
+        let props = match out_table.get((tenant, from, kind, to))? {
+            Some(b) => EdgeRecord::decode(b.value())?.properties_json,
+            None => "{}".into(),
+        };
+        let from_dangling = !exists(txn, tenant, from)?;
+        edges_in.push(EdgeView { kind: kind.into(), from_id: from.into(), to_id: to.into(), properties_json: props, from_dangling, to_dangling: false });
+    }
+    Ok(NodeDetail { tenant: tenant.into(), id: id.into(), versions, edges_out, edges_in, truncated })
+}
+
+/// A position in the ambiguity list: (job id, index within the job).
+pub type AmbiguityPos = (u64, u32);
+
+/// Ambiguities of `tenant` (of one job when given), after position `after`, at most
+/// `limit`; the position to continue after, when there are more.
+pub fn list_ambiguities(txn: &ReadTransaction, tenant: &str, job: Option<u64>, after: Option<AmbiguityPos>, limit: usize) -> Result<(Vec<AmbiguityView>, Option<AmbiguityPos>), GraphError> {
+    let (lo_job, hi_job) = job.map_or((0, u64::MAX), |j| (j, j));
+    let table = txn.open_table(AMBIGUITIES)?;
+    let range = match after {
+        Some((j, i)) if i == u32::MAX => table.range((tenant, j.saturating_add(1), 0)..=(tenant, hi_job, u32::MAX))?,
+        Some((j, i)) => table.range((tenant, j, i + 1)..=(tenant, hi_job, u32::MAX))?,
+        None => table.range((tenant, lo_job, 0)..=(tenant, hi_job, u32::MAX))?,
+    };
+    let mut out = Vec::new();
+    let mut last = None;
+    for e in range {
+        let (k, v) = e?;
+        let (_, j, i) = k.value();
+        if out.len() >= limit {
+            return Ok((out, last));
+        }
+        out.push(AmbiguityView { job: j, ambiguity: AmbiguityRecord::decode(v.value())? });
+        last = Some((j, i));
+    }
+    Ok((out, None))
+}

@@ -1,0 +1,179 @@
+//! Accepting a validated submission inside the shared write transaction: fencing,
+//! `seq` order (a re-send is idempotent, a gap fails the attempt as `protocol`),
+//! node ids, staging of partials, and at the final submission the commit that
+//! applies the whole projection ([`super::apply`]).
+//!
+//! Each staged record carries running totals (text end offset, node count, latest
+//! content hash), so accepting partial `k` reads only record `k - 1`: the cost of a
+//! partial does not grow with the number of partials before it.
+use prost::Message;
+use redb::{ReadTransaction, ReadableTable, WriteTransaction};
+
+use super::wire::Submission;
+use crate::failure::FailureKind;
+use crate::store::jobs::{self, FailOutcome, Policy};
+use crate::store::records::{FailureRecord, SubmissionRecord};
+use crate::store::state::{transition, Event, JobState};
+use crate::store::tables::{LEASES, META, SUBMISSIONS};
+use crate::store::{StoreError, Tx};
+
+/// A submission that passed validation, ready to be accepted.
+#[derive(Debug, Clone)]
+pub struct Staged {
+    pub job_id: u64,
+    pub worker_id: String,
+    pub attempt: u64,
+    /// The global text offset the RPC layer validated the spans against.
+    pub base: u64,
+    pub result_json: Vec<u8>,
+    pub sub: Submission,
+    /// Per child job: "<blake3>:<size>" of its content, already stored as a blob, or "".
+    pub child_blobs: Vec<String>,
+}
+
+/// A job created by a final submission, for the queue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewChild {
+    pub id: u64,
+    pub format: String,
+    pub tenant: String,
+}
+
+#[derive(Debug)]
+pub enum SubmitOutcome {
+    /// Stored. `finished` when this was the final submission; `enqueued` are the
+    /// child jobs it created.
+    Accepted { node_ids: Vec<String>, finished: bool, lease_deadline: i64, enqueued: Vec<NewChild> },
+    /// Not applied: fenced, or for a job that is not leased. Nothing changed.
+    Rejected(String),
+    /// Malformed in context (a gap in `seq`, a changed re-send): the attempt failed as `protocol`.
+    Protocol { reason: String, failed: FailOutcome },
+}
+
+fn record(txn: &WriteTransaction, key: (u64, u64, u32)) -> Result<Option<SubmissionRecord>, StoreError> {
+    let t = txn.open_table(SUBMISSIONS)?;
+    let bytes = t.get(key)?;
+    Ok(match bytes {
+        Some(b) => Some(SubmissionRecord::decode(b.value())?),
+        None => None,
+    })
+}
+
+/// The global text offset at which submission `seq` of lease `attempt` starts, as
+/// far as a snapshot knows (the RPC layer validates spans against it; the write
+/// transaction checks it again).
+pub fn base_offset(txn: &ReadTransaction, job: u64, attempt: u64, seq: u32) -> Result<u64, StoreError> {
+    let Some(prev) = seq.checked_sub(1) else { return Ok(0) };
+    let t = txn.open_table(SUBMISSIONS)?;
+    Ok(match t.get((job, attempt, prev))? {
+        Some(b) => SubmissionRecord::decode(b.value())?.text_end,
+        None => 0,
+    })
+}
+
+/// Hands out `n` consecutive core node numbers; returns the first.
+fn allocate_node_numbers(txn: &WriteTransaction, n: u64) -> Result<u64, StoreError> {
+    let mut t = txn.open_table(META)?;
+    let next = t.get("next_node_id")?.map(|g| g.value()).unwrap_or(1);
+    if n > 0 {
+        t.insert("next_node_id", next + n)?;
+    }
+    Ok(next)
+}
+
+pub fn submit(tx: &mut Tx<'_>, s: Staged, policy: &Policy, now: i64) -> Result<SubmitOutcome, StoreError> {
+    let seq = s.sub.seq;
+    let key = (s.job_id, s.attempt, seq);
+    if let Some(stored) = record(tx.txn, key)? {
+        // A re-send (the worker did not see our reply): same bytes → same answer.
+        let same = if stored.result_hash.is_empty() { stored.result_json == s.result_json } else { stored.result_hash == blake3::hash(&s.result_json).to_hex().as_str() };
+        let same_lease = jobs::load(tx.txn, s.job_id)?.is_some_and(|r| r.lease_seq == s.attempt);
+        if same && same_lease {
+            let deadline = jobs::load_lease(tx.txn, s.job_id)?.map(|l| l.deadline).unwrap_or(0);
+            return Ok(SubmitOutcome::Accepted { node_ids: stored.node_ids, finished: !stored.partial, lease_deadline: deadline, enqueued: vec![] });
+        }
+    }
+    let (mut rec, mut lease) = match jobs::fence(tx.txn, s.job_id, Some(&s.worker_id), s.attempt)? {
+        Ok(v) => v,
+        Err(reason) => return Ok(SubmitOutcome::Rejected(reason)),
+    };
+    let expected = {
+        let t = tx.txn.open_table(SUBMISSIONS)?;
+        u32::try_from(t.range((s.job_id, s.attempt, 0)..=(s.job_id, s.attempt, u32::MAX))?.count()).unwrap_or(u32::MAX)
+    };
+    if seq != expected {
+        let reason = if seq < expected {
+            format!("seq {seq} was already submitted with different bytes")
+        } else {
+            format!("seq {seq} leaves a gap: the next expected seq is {expected}")
+        };
+        let failure = FailureRecord {
+            kind: FailureKind::Protocol.as_str().into(),
+            permanent: policy.is_permanent(FailureKind::Protocol),
+            reason: crate::failure::reason(FailureKind::Protocol, &reason),
+            worker_id: s.worker_id.clone(),
+            ..Default::default()
+        };
+        let failed = jobs::fail(tx, s.job_id, Some(&s.worker_id), s.attempt, failure, policy, now)?;
+        return Ok(SubmitOutcome::Protocol { reason, failed });
+    }
+    let prev = match seq.checked_sub(1) {
+        Some(p) => record(tx.txn, (s.job_id, s.attempt, p))?,
+        None => None,
+    };
+    let (base, nodes_before, hash_before) = prev.map(|p| (p.text_end, p.nodes_total, p.content_hash)).unwrap_or_default();
+    if s.base != base {
+        // Only a worker that sends seq k before seq k-1 was acknowledged gets here.
+        return Ok(SubmitOutcome::Rejected(format!("seq {seq} was checked against text offset {} but the text so far ends at {base}: send it again", s.base)));
+    }
+    let core_count = s.sub.nodes.iter().filter(|n| n.id.is_none()).count() as u64;
+    let mut next_core = allocate_node_numbers(tx.txn, core_count)?;
+    let node_ids: Vec<String> = s
+        .sub
+        .nodes
+        .iter()
+        .map(|n| match &n.id {
+            Some(id) => id.clone(),
+            None => {
+                next_core += 1;
+                format!("n{}", next_core - 1)
+            }
+        })
+        .collect();
+    let mut stored = SubmissionRecord {
+        result_json: Vec::new(),
+        node_ids: node_ids.clone(),
+        partial: s.sub.partial,
+        text_end: base + s.sub.canonical_text.len() as u64,
+        nodes_total: nodes_before + node_ids.len() as u64,
+        content_hash: s.sub.content_hash.clone().unwrap_or(hash_before),
+        child_blobs: s.child_blobs.clone(),
+        result_hash: String::new(),
+    };
+    if s.sub.partial {
+        stored.result_json = s.result_json;
+        tx.txn.open_table(SUBMISSIONS)?.insert(key, stored.encode_to_vec().as_slice())?;
+        // A partial is a sign of life: it extends the lease like a heartbeat.
+        lease.deadline = lease.deadline.max(now + policy.lease_us);
+        tx.txn.open_table(LEASES)?.insert(s.job_id, lease.encode_to_vec().as_slice())?;
+        rec.updated_at = now;
+        jobs::save(tx, Some(JobState::Leased), &rec, now)?;
+        return Ok(SubmitOutcome::Accepted { node_ids, finished: false, lease_deadline: lease.deadline, enqueued: vec![] });
+    }
+
+    let fin = super::apply::Final { sub: &s.sub, result_json: &s.result_json, node_ids: &node_ids, child_blobs: &s.child_blobs, content_hash: &stored.content_hash };
+    let done = super::apply::finalize(tx, &mut rec, s.attempt, fin, now)?;
+    // The staged partials were applied; only the final record stays (without its
+    // bytes), so that a re-sent final gets the same answer.
+    stored.result_hash = done.final_hash;
+    tx.txn.open_table(SUBMISSIONS)?.insert(key, stored.encode_to_vec().as_slice())?;
+    let old = JobState::Leased;
+    rec.state = u32::from(transition(old, Event::Succeed).map_err(|e| StoreError::Corrupt(e.to_string()))?.code());
+    rec.submission_hash = done.submission_hash;
+    rec.node_count = u32::try_from(done.nodes).unwrap_or(u32::MAX);
+    rec.unchanged = done.unchanged;
+    rec.updated_at = now;
+    rec.next_attempt_at = 0;
+    jobs::save(tx, Some(old), &rec, now)?;
+    Ok(SubmitOutcome::Accepted { node_ids, finished: true, lease_deadline: 0, enqueued: done.enqueued })
+}

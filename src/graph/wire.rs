@@ -1,0 +1,216 @@
+//! The wire submission (`result_json`, v1) as Rust types, parsed strictly: unknown
+//! keys, wrong types and missing required fields are refused with the JSON path of
+//! the offending value (`nodes[3].labels[0]: …`). Parsing says nothing about
+//! offsets, refs or sizes; [`super::validate`] checks those before anything is applied.
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+/// Largest `result_json` accepted in one submission (also the gRPC decoding limit).
+pub const MAX_SUBMISSION_BYTES: usize = 64 * 1024 * 1024;
+
+/// Why a submission is malformed. The message names the field.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WireError {
+    #[error("result_json is {0} bytes, over the limit of {MAX_SUBMISSION_BYTES}")]
+    TooLarge(usize),
+    #[error("result_json is not a v1 submission: {0}")]
+    NotJson(String),
+    #[error("v: {0}")]
+    Version(String),
+    /// A field holds a value the wire does not allow: `path: message`.
+    #[error("{path}: {message}")]
+    Field { path: String, message: String },
+    /// More of something than `[graph]` allows in one submission.
+    #[error("{what}: {count} is over the limit of {max} per submission ([graph].{key})")]
+    Cap { what: &'static str, count: usize, max: usize, key: &'static str },
+}
+
+impl WireError {
+    pub fn field(path: impl Into<String>, message: impl Into<String>) -> Self {
+        Self::Field { path: path.into(), message: message.into() }
+    }
+}
+
+/// One wire submission (or one partial of a streamed one), as sent.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Submission {
+    pub v: Option<u64>,
+    #[serde(default)]
+    pub seq: u32,
+    #[serde(default)]
+    pub partial: bool,
+    /// Only this partial's slice of the canonical text.
+    #[serde(default)]
+    pub canonical_text: String,
+    #[serde(default)]
+    pub spans: Vec<Span>,
+    #[serde(default)]
+    pub nodes: Vec<Node>,
+    #[serde(default)]
+    pub relationships: Vec<Relationship>,
+    #[serde(default)]
+    pub stats: Option<Map<String, Value>>,
+    #[serde(default)]
+    pub content_hash: Option<String>,
+    #[serde(default)]
+    pub child_jobs: Vec<ChildJob>,
+    #[serde(default)]
+    pub ambiguities: Vec<Ambiguity>,
+}
+
+/// A byte range of the accumulated canonical text (global offsets).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Span {
+    pub start: u64,
+    pub end: u64,
+    #[serde(default)]
+    pub kind: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Node {
+    pub labels: Vec<String>,
+    /// Kept as a JSON value so that "not an object" is reported by validation with a
+    /// clear message, rather than as a serde type error.
+    #[serde(default)]
+    pub properties: Option<Value>,
+    #[serde(default)]
+    pub span_refs: Vec<u64>,
+    /// A worker-given deterministic id: the node upserts on it.
+    #[serde(default)]
+    pub id: Option<String>,
+    #[serde(default)]
+    pub valid_time: Option<Interval>,
+}
+
+/// A valid-time interval in Unix µs; `validTo` is exclusive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Interval {
+    pub valid_from: i64,
+    #[serde(default)]
+    pub valid_to: Option<i64>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Relationship {
+    #[serde(rename = "type")]
+    pub kind: String,
+    #[serde(default)]
+    pub from_ref: Option<u64>,
+    #[serde(default)]
+    pub from_id: Option<String>,
+    #[serde(default)]
+    pub to_ref: Option<u64>,
+    #[serde(default)]
+    pub to_id: Option<String>,
+    #[serde(default)]
+    pub properties: Option<Value>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ChildJob {
+    pub format: String,
+    pub name: String,
+    #[serde(default)]
+    pub options: Option<Value>,
+    #[serde(default, rename = "contentB64")]
+    pub content_b64: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Ambiguity {
+    pub node_ref: u64,
+    pub kind: String,
+    pub candidates: Vec<Candidate>,
+    pub detector_confidence: f64,
+    pub applied_candidate_confidence: f64,
+    #[serde(default)]
+    pub severity_hint: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Candidate {
+    pub label: String,
+    pub valid_from: i64,
+    #[serde(default)]
+    pub valid_to: Option<i64>,
+}
+
+/// Parses `bytes` into a [`Submission`] (shape only; see [`super::validate`]).
+pub fn parse(bytes: &[u8]) -> Result<Submission, WireError> {
+    if bytes.len() > MAX_SUBMISSION_BYTES {
+        return Err(WireError::TooLarge(bytes.len()));
+    }
+    // serde would also read a struct from a JSON array; the wire is an object.
+    if bytes.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+        return Err(WireError::NotJson("expected a JSON object".into()));
+    }
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let sub: Submission = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        if inner.is_syntax() || inner.is_eof() || path == "." {
+            WireError::NotJson(inner.to_string())
+        } else {
+            WireError::field(path, strip_position(&inner.to_string()))
+        }
+    })?;
+    de.end().map_err(|e| WireError::NotJson(e.to_string()))?;
+    match sub.v {
+        Some(1) => Ok(sub),
+        Some(v) => Err(WireError::Version(format!("unsupported version {v} (this core speaks 1)"))),
+        None => Err(WireError::Version("required".into())),
+    }
+}
+
+/// serde_json appends " at line 1 column 123" to messages; the path already says where.
+fn strip_position(msg: &str) -> String {
+    match msg.rfind(" at line ") {
+        Some(i) => msg[..i].to_string(),
+        None => msg.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_submission_parses() {
+        let s = parse(
+            br#"{"v":1,"seq":2,"partial":true,"canonicalText":"Alpha","spans":[{"start":0,"end":5,"kind":"body"}],
+            "nodes":[{"labels":["A"],"properties":{"x":1},"spanRefs":[0],"id":"a:1","validTime":{"validFrom":5}}],
+            "relationships":[{"type":"R","fromRef":0,"toId":"b"}],"stats":{"rows":1},"contentHash":"ab",
+            "childJobs":[{"format":"txt","name":"c","contentB64":"eA=="}],
+            "ambiguities":[{"nodeRef":0,"kind":"k","candidates":[{"label":"l","validFrom":1}],"detectorConfidence":0.5,"appliedCandidateConfidence":1}]}"#,
+        )
+        .unwrap();
+        assert_eq!((s.seq, s.partial, s.nodes.len(), s.spans[0].end), (2, true, 1, 5));
+        assert_eq!(s.nodes[0].valid_time, Some(Interval { valid_from: 5, valid_to: None }));
+        assert_eq!(s.child_jobs[0].content_b64.as_deref(), Some("eA=="));
+    }
+
+    #[test]
+    fn malformed_shapes_name_the_path() {
+        assert!(matches!(parse(b"not json"), Err(WireError::NotJson(_))));
+        assert!(matches!(parse(b"[1]"), Err(WireError::NotJson(_))));
+        assert!(matches!(parse(br#"{"v":1} x"#), Err(WireError::NotJson(_))));
+        assert!(matches!(parse(br#"{"canonicalText":""}"#), Err(WireError::Version(_))));
+        assert_eq!(parse(br#"{"v":2}"#).unwrap_err().to_string(), "v: unsupported version 2 (this core speaks 1)");
+        let e = parse(br#"{"v":1,"nodes":[{"labels":[1]}]}"#).unwrap_err().to_string();
+        assert!(e.starts_with("nodes[0].labels[0]: invalid type"), "{e}");
+        let e = parse(br#"{"v":1,"nodes":[{"labels":["A"],"spanref":[]}]}"#).unwrap_err().to_string();
+        assert!(e.contains("unknown field `spanref`"), "{e}");
+        assert!(parse(br#"{"v":1,"seq":-1}"#).unwrap_err().to_string().starts_with("seq:"));
+        assert!(parse(br#"{"v":1,"seq":99999999999}"#).unwrap_err().to_string().starts_with("seq:"));
+        assert!(parse(br#"{"v":1,"partial":"yes"}"#).unwrap_err().to_string().starts_with("partial:"));
+    }
+}
