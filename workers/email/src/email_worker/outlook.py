@@ -135,9 +135,12 @@ def read_msg(msg: Any, *, depth: int) -> ParsedMessage:
     budget = [MAX_RECIPIENTS]
     parsed.senders = mailboxes(headers, "from", budget) or _sender(msg, budget)
     table = _recipient_table(msg, budget)
-    for kind in ("to", "cc", "bcc"):
-        listed = table.get(kind)
-        setattr(parsed, kind, listed if table else mailboxes(headers, kind, budget))
+    if table:
+        parsed.to, parsed.cc, parsed.bcc = (table.get(kind, []) for kind in ("to", "cc", "bcc"))
+    else:  # no recipient table (a damaged file): the transport headers still list them
+        parsed.to, parsed.cc, parsed.bcc = (
+            mailboxes(headers, kind, budget) for kind in ("to", "cc", "bcc")
+        )
     parsed.recipients_dropped = -budget[0] if budget[0] < 0 else 0
     _body(msg, parsed)
     _attachments(msg, parsed, depth)

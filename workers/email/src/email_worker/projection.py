@@ -159,7 +159,7 @@ def project(
     builder = IngestionResultBuilder(options=options)
     writer = Writer(builder)
     header_spans, occurrences = _write_headers(writer, parsed)
-    body = BodyText(normalize_canonical(parsed.body.strip("\n")), start=0)
+    body = BodyText(normalize_canonical(parsed.body).strip("\n"), start=0)
     message_spans = list(header_spans)
     quotes: list[tuple[int, int]] = []
     if body.text.strip():

@@ -103,7 +103,11 @@ def _conflicts(
     quotes: Sequence[tuple[int, int]],
 ) -> None:
     others: list[Candidate] = []
+    days = set()
     for found in self_dates(body.text, anchor, quotes):
+        if found.day in days:
+            continue  # the same day written twice is one candidate
+        days.add(found.day)
         start, end = day_bounds(found.day, anchor)
         label = f"{found.day.isoformat()} (the body dates itself: {found.text!r})"
         others.append(Candidate(label, _utc_micros(start), _utc_micros(end)))
