@@ -315,6 +315,4 @@ def test_golden(name: str, write: Any, golden: GoldenDir) -> None:
 @pytest.mark.parametrize("name", ["reply-thread", "charsets", "outlook"])
 def test_deterministic_across_processes(name: str, write: Any) -> None:
     case = CORPUS[name]
-    check_determinism(
-        "email_worker:handle", write(name), format=case.format, options=case.options
-    )
+    check_determinism("email_worker:handle", write(name), format=case.format, options=case.options)
