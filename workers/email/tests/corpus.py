@@ -35,6 +35,17 @@ def multipart(boundary: str, parts: Sequence[bytes], *, close: bool = True) -> b
     return out + (f"--{boundary}--".encode() + CRLF if close else b"")
 
 
+def deep_nesting(levels: int, headers: Sequence[tuple[str, str]]) -> bytes:
+    """`levels` multiparts inside each other with one text part ("deep text") at the bottom."""
+    out = b"--b0\r\n"
+    for level in range(1, levels):
+        out += f'Content-Type: multipart/mixed; boundary="b{level}"\r\n\r\n--b{level}\r\n'.encode()
+    out += b"Content-Type: text/plain\r\n\r\ndeep text\r\n"
+    for level in reversed(range(levels)):
+        out += f"--b{level}--\r\n".encode()
+    return eml([*headers, ("Content-Type", 'multipart/mixed; boundary="b0"')]) + out
+
+
 def part(headers: Sequence[tuple[str, str]], body: bytes | str) -> bytes:
     return eml(headers, body)
 

@@ -12,7 +12,7 @@ from email_worker import handle
 from workers_common import InvalidInput, TooLarge
 from workers_common.conformance import check_submissions, run_handler
 
-from corpus import eml, multipart, ole_not_a_message, part
+from corpus import deep_nesting, eml, multipart, ole_not_a_message, part
 
 
 def project(tmp_path: Path, data: bytes, fmt: str = "eml", **options: Any) -> dict[str, Any]:
@@ -77,15 +77,7 @@ def test_recipients_past_the_cap_are_counted_not_projected(
 
 
 def nested(levels: int) -> bytes:
-    """`levels` multiparts inside each other with one text part at the bottom."""
-    out = b"--b0\r\n"
-    for level in range(1, levels):
-        out += f'Content-Type: multipart/mixed; boundary="b{level}"\r\n\r\n--b{level}\r\n'.encode()
-    out += b"Content-Type: text/plain\r\n\r\ndeep text\r\n"
-    for level in reversed(range(levels)):
-        out += f"--b{level}--\r\n".encode()
-    top = ("Content-Type", 'multipart/mixed; boundary="b0"')
-    return eml([*HEAD, ("From", "a@example.com"), ("Subject", "deep"), top]) + out
+    return deep_nesting(levels, [*HEAD, ("From", "a@example.com"), ("Subject", "deep")])
 
 
 def test_nesting_past_the_depth_cap_is_skipped_and_recorded(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ import pytest
 from email_worker import handle
 from workers_common.conformance import run_handler
 
-from corpus import eml, multipart, part
+from corpus import deep_nesting, eml, multipart, part
 from email_e2e import MISSING, TELHA_BIN, Core, has_graph_reads
 
 pytestmark = [
@@ -206,6 +206,8 @@ def test_bad_inputs_end_as_stated(core: Core, tmp_path: Path) -> None:
         "many.eml": eml([*head, ("From", "a@example.com"), ("To", many)], "all hands"),
         "lying.eml": lying,
         "truncated.eml": truncated,
+        "deep.eml": deep_nesting(40, [("From", "a@example.com")]),
+        "deeper.eml": deep_nesting(3000, [("From", "a@example.com")]),
     }
     for name, data in succeeding.items():
         job = core.finished(core.ingest(write(tmp_path, name, data))["id"])
