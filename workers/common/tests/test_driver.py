@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from workers_common import IngestionResultBuilder, InvalidInput, Job, Outcome
+from workers_common import IngestionResultBuilder, InvalidInput, Job, Outcome, TooLarge
 from workers_common.driver import drive
 from workers_common.rpc import Submitted
 
@@ -187,3 +187,21 @@ def test_submissions_are_canonical(job: Job) -> None:
 
     drive(handler, job, core)
     assert core.raw[0].startswith(b'{"a":"\xc3\xbc","canonicalText":""')
+
+
+def test_oversize_option_fails_as_too_large_before_the_handler(tmp_path: Path) -> None:
+    """A child job a parent marked `oversize` is too_large whatever its format's handler."""
+    path = tmp_path / "child.csv"
+    path.write_bytes(b"")
+    marker = {"bytes": 30, "limit": 20, "what": "attachment a.csv of message m"}
+    child = Job.for_file(path, format="csv", options={"oversize": marker})
+    called: list[Job] = []
+
+    def handler(job: Job) -> bytes:
+        called.append(job)
+        return IngestionResultBuilder().to_json()
+
+    core = FakeCore()
+    with pytest.raises(TooLarge, match=r"attachment a\.csv of message m: 30 bytes .* limit of 20"):
+        drive(handler, child, core)
+    assert (called, core.raw) == ([], [])

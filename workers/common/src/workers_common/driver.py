@@ -10,6 +10,11 @@ is closed and nothing more is sent.
 
 Exceptions raised by the handler propagate unchanged (the caller classifies them);
 `submit` signals delivery problems with its own exception type.
+
+A job whose options carry `oversize` was created by a parent worker for content it
+judged too large to send (an email attachment over its cap): it fails as permanent
+`too_large` before any handler runs, whatever its format, so the child job, not the
+parent, carries the failure.
 """
 
 from __future__ import annotations
@@ -19,12 +24,16 @@ import logging
 from collections.abc import Callable, Generator, Mapping
 from typing import Any, TypeAlias
 
+from .failures import TooLarge
 from .job import Job
 from .result import IngestionResultBuilder
 from .rpc import Submitted
 from .wire import canonical_json
 
-__all__ = ["Handler", "HandlerResult", "Outcome", "Submit", "drive"]
+__all__ = ["OVERSIZE_OPTION", "Handler", "HandlerResult", "Outcome", "Submit", "drive"]
+
+OVERSIZE_OPTION = "oversize"
+"""Job option set by a parent on a child job it refused to inline: `{"bytes", "limit", "what"}`."""
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +63,7 @@ def drive(
     abandoned: Callable[[], bool] = lambda: False,
 ) -> Outcome:
     """Runs `handler` on `job`, submitting everything it produces through `submit`."""
+    _refuse_oversize(job)
     result = handler(job)
     if isinstance(result, bytes | bytearray | memoryview):
         if abandoned():
@@ -64,6 +74,18 @@ def drive(
     raise TypeError(
         f"handler for {job.format!r} returned {type(result).__name__}, "
         "expected bytes or a generator of submission dicts"
+    )
+
+
+def _refuse_oversize(job: Job) -> None:
+    marker = job.options.get(OVERSIZE_OPTION)
+    if not marker:
+        return
+    details = marker if isinstance(marker, Mapping) else {}
+    what = details.get("what") or f"content of job {job.job_id}"
+    raise TooLarge(
+        f"{what}: {details.get('bytes', '?')} bytes is over the parent's limit of "
+        f"{details.get('limit', '?')} bytes, so it was not sent"
     )
 
 

@@ -1,0 +1,231 @@
+"""Outlook .msg files (OLE compound documents) into a ParsedMessage, with extract-msg.
+
+What Outlook keeps is read in this order of trust: the transport headers
+(PR_TRANSPORT_MESSAGE_HEADERS, the message as it crossed the wire) for ids, threading
+headers and the Date; MAPI properties where those are missing (PR_INTERNET_MESSAGE_ID,
+PR_IN_REPLY_TO_ID, PR_INTERNET_REFERENCES, PR_CLIENT_SUBMIT_TIME); the recipient table
+for To/Cc/Bcc, since Bcc exists only there. Dates are taken from the raw properties
+(FILETIME, UTC), never from extract-msg's convenience properties, which convert to the
+machine's local zone.
+
+Bytes that are not an OLE compound file are `invalid_input` before extract-msg sees them;
+an OLE file that is not a message (a .doc renamed) is `invalid_input` too; a message
+class extract-msg does not support is `unsupported`.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+from email import policy
+from email.message import Message
+from email.parser import HeaderParser
+from pathlib import Path
+from typing import Any
+
+import extract_msg
+from extract_msg.enums import AttachmentType, RecipientType
+from extract_msg.exceptions import (
+    ExMsgBaseException,
+    InvalidFileFormatError,
+    UnrecognizedMSGTypeError,
+    UnsupportedMSGTypeError,
+)
+from extract_msg.msg_classes import MessageBase
+
+from workers_common import InvalidInput, Unsupported
+
+from .charsets import clean_text, decode_bytes
+from .dates import parse_date_header, received_dates
+from .headers import MAX_RECIPIENTS, all_headers, first_header, mailboxes
+from .html_text import html_to_text
+from .identity import message_ids_in
+from .model import Mailbox, ParsedAttachment, ParsedMessage
+
+__all__ = ["OLE_SIGNATURE", "parse_msg"]
+
+OLE_SIGNATURE = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+MAX_EMBED_DEPTH = 8
+"""Embedded .msg attachments are parsed (for their ids) this many levels deep."""
+
+# extract-msg logs every oddity of a file at WARNING and above; the defects it implies
+# are recorded on the MESSAGE instead, so its chatter stays out of the worker's log.
+logging.getLogger("extract_msg").setLevel(logging.CRITICAL)
+
+_RECIPIENT_KIND = {RecipientType.TO: "to", RecipientType.CC: "cc", RecipientType.BCC: "bcc"}
+
+
+def parse_msg(path: Path) -> ParsedMessage:
+    """Parses the .msg file at `path` (typed failures for what is not a message)."""
+    with path.open("rb") as handle:
+        head = handle.read(len(OLE_SIGNATURE))
+    if head != OLE_SIGNATURE:
+        raise InvalidInput(
+            f"not an Outlook .msg: the file does not start with the OLE2 signature "
+            f"(first bytes {head.hex() or 'none'}, expected {OLE_SIGNATURE.hex()})"
+        )
+    try:
+        opened = extract_msg.openMsg(str(path), strict=True)
+    except (UnsupportedMSGTypeError, UnrecognizedMSGTypeError) as err:
+        raise Unsupported(f"Outlook item of a type this worker does not read: {err}") from err
+    except (InvalidFileFormatError, ExMsgBaseException, OSError, ValueError) as err:
+        raise InvalidInput(f"not a readable Outlook .msg: {type(err).__name__}: {err}") from err
+    try:
+        if not isinstance(opened, MessageBase):
+            raise Unsupported(f"Outlook item {type(opened).__name__} is not a message")
+        return read_msg(opened, depth=0)
+    finally:
+        opened.close()
+
+
+def _string(msg: Any, prop: str) -> str | None:
+    try:
+        value = msg.getStringStream(f"__substg1.0_{prop}")
+    except Exception:  # a damaged stream reads as absent
+        return None
+    return clean_text(value) if isinstance(value, str) and value.strip() else None
+
+
+def _filetime(msg: Any, prop: str) -> datetime | None:
+    try:
+        entry = msg.props.get(prop)
+        value = getattr(entry, "value", None)
+    except Exception:
+        return None
+    if not isinstance(value, datetime):
+        return None
+    # FILETIME is UTC by definition; a naive value from the library is UTC, never local.
+    return value.astimezone(UTC) if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def _headers(msg: Any) -> Message:
+    text = _string(msg, "007D") or ""
+    return HeaderParser(policy=policy.default).parsestr(text)
+
+
+def read_msg(msg: Any, *, depth: int) -> ParsedMessage:
+    """An opened extract-msg message as a ParsedMessage."""
+    parsed = ParsedMessage(source_format="msg")
+    headers = _headers(msg)
+    parsed.message_id = first_header(headers, "message-id") or _string(msg, "1035")
+    parsed.in_reply_to = message_ids_in(
+        first_header(headers, "in-reply-to") or _string(msg, "1042") or ""
+    )
+    parsed.references = message_ids_in(
+        " ".join(all_headers(headers, "references")) or _string(msg, "1039") or ""
+    )
+    parsed.subject = " ".join(
+        (_string(msg, "0037") or first_header(headers, "subject") or "").split()
+    )
+    parsed.date_raw = first_header(headers, "date")
+    if parsed.date_raw is not None:
+        parsed.date, defect = parse_date_header(parsed.date_raw)
+        if defect:
+            parsed.defects.append(defect)
+    submitted = _filetime(msg, "00390040")
+    delivered = _filetime(msg, "0E060040")
+    parsed.fallback_dates = [
+        *(("PR_CLIENT_SUBMIT_TIME", moment) for moment in [submitted] if moment),
+        *(("PR_MESSAGE_DELIVERY_TIME", moment) for moment in [delivered] if moment),
+        *received_dates(all_headers(headers, "received")),
+    ]
+    if parsed.date is None and submitted is not None and parsed.date_raw is None:
+        # Outlook writes no Date for a message it composed: its submit time is the Date.
+        parsed.date, parsed.date_source = submitted, "PR_CLIENT_SUBMIT_TIME"
+    budget = [MAX_RECIPIENTS]
+    parsed.senders = mailboxes(headers, "from", budget) or _sender(msg, budget)
+    table = _recipient_table(msg, budget)
+    if table:
+        parsed.to, parsed.cc, parsed.bcc = (table.get(kind, []) for kind in ("to", "cc", "bcc"))
+    else:  # no recipient table (a damaged file): the transport headers still list them
+        parsed.to, parsed.cc, parsed.bcc = (
+            mailboxes(headers, kind, budget) for kind in ("to", "cc", "bcc")
+        )
+    parsed.recipients_dropped = -budget[0] if budget[0] < 0 else 0
+    _body(msg, parsed)
+    _attachments(msg, parsed, depth)
+    parsed.defects = sorted(set(parsed.defects))
+    return parsed
+
+
+def _sender(msg: Any, budget: list[int]) -> list[Mailbox]:
+    address = _string(msg, "5D01") or _string(msg, "0C1F") or _string(msg, "0065")
+    if not address or "@" not in address:
+        return []
+    budget[0] -= 1
+    return [Mailbox(address=address, name=_string(msg, "0C1A") or "")]
+
+
+def _recipient_table(msg: Any, budget: list[int]) -> dict[str, list[Mailbox]]:
+    table: dict[str, list[Mailbox]] = {}
+    for recipient in msg.recipients:
+        recipient_type = getattr(recipient, "type", None)
+        kind = _RECIPIENT_KIND.get(recipient_type) if recipient_type is not None else None
+        address = clean_text(recipient.email or "").strip()
+        if kind is None or not address:
+            continue
+        budget[0] -= 1
+        if budget[0] >= 0:
+            name = " ".join(clean_text(recipient.name or "").split())
+            table.setdefault(kind, []).append(Mailbox(address=address, name=name))
+    return table
+
+
+def _body(msg: Any, parsed: ParsedMessage) -> None:
+    body = msg.body
+    if isinstance(body, str) and body.strip():
+        parsed.body, parsed.body_source = clean_text(body).strip("\n"), "text/plain"
+        return
+    # Only when there is no plain body: extract-msg also synthesizes HTML from it.
+    html = _raw_html(msg)
+    if html is not None:
+        text, defect = decode_bytes(html, None)
+        if defect:
+            parsed.defects.append(defect)
+        parsed.body, parsed.body_source = html_to_text(clean_text(text)), "text/html"
+
+
+def _raw_html(msg: Any) -> bytes | None:
+    try:
+        value = msg.getStream("__substg1.0_10130102")
+    except Exception:
+        return None
+    return value if isinstance(value, bytes) and value.strip() else None
+
+
+def _attachments(msg: Any, parsed: ParsedMessage, depth: int) -> None:
+    for attachment in msg.attachments:
+        kind = getattr(attachment, "type", None)
+        filename = clean_text(attachment.longFilename or attachment.shortFilename or "")
+        content_type = (getattr(attachment, "mimetype", None) or "").lower()
+        if kind == AttachmentType.MSG:
+            embedded = attachment.data
+            if depth >= MAX_EMBED_DEPTH:
+                parsed.defects.append("msg:embed_depth_cap")
+                continue
+            try:
+                data = embedded.exportBytes(allowBadEmbed=True)
+                enclosed = read_msg(embedded, depth=depth + 1)
+            except Exception as err:  # a damaged embedded message: note it, keep the rest
+                parsed.defects.append(f"msg:embedded_unreadable:{type(err).__name__}")
+                continue
+            parsed.attachments.append(
+                ParsedAttachment(
+                    filename=filename or f"{enclosed.subject[:80] or 'message'}.msg",
+                    content_type="application/vnd.ms-outlook",
+                    data=data,
+                    enclosed=enclosed,
+                )
+            )
+        elif kind == AttachmentType.DATA and isinstance(attachment.data, bytes):
+            inline = bool(getattr(attachment, "hidden", False))
+            parsed.attachments.append(
+                ParsedAttachment(
+                    filename=filename,
+                    content_type=content_type,
+                    data=attachment.data,
+                    inline=inline,
+                )
+            )
+        else:
+            parsed.defects.append(f"msg:attachment_skipped:{getattr(kind, 'name', kind)}")

@@ -1,0 +1,192 @@
+"""Test messages built by code, so a reader sees why each byte is there.
+
+`eml(...)` writes an RFC 5322 message with CRLF line endings; `msg(...)` writes an
+Outlook .msg with extract-msg's OleWriter: string properties as `__substg1.0_XXXX001F`
+streams (UTF-16-LE), fixed-size ones in the `__properties_version1.0` stream (a 32-byte
+header at the top level, 8 bytes in recipient and attachment storages, then 16 bytes per
+property: tag, flags, value), one storage per recipient and attachment, and the named
+property storage extract-msg insists on.
+"""
+
+from __future__ import annotations
+
+import struct
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from extract_msg.ole_writer import OleWriter
+
+CRLF = b"\r\n"
+
+
+def eml(headers: Sequence[tuple[str, str]], body: bytes | str = b"") -> bytes:
+    """A message: the headers in order, a blank line, the body (LF turned into CRLF)."""
+    raw = body.encode("utf-8") if isinstance(body, str) else body
+    head = b"".join(f"{name}: {value}".encode() + CRLF for name, value in headers)
+    return head + CRLF + raw.replace(b"\r\n", b"\n").replace(b"\n", CRLF)
+
+
+def multipart(boundary: str, parts: Sequence[bytes], *, close: bool = True) -> bytes:
+    """A multipart body: each part is its own headers + body (already CRLF)."""
+    out = b"".join(f"--{boundary}".encode() + CRLF + part + CRLF for part in parts)
+    return out + (f"--{boundary}--".encode() + CRLF if close else b"")
+
+
+def deep_nesting(levels: int, headers: Sequence[tuple[str, str]]) -> bytes:
+    """`levels` multiparts inside each other with one text part ("deep text") at the bottom."""
+    out = b"--b0\r\n"
+    for level in range(1, levels):
+        out += f'Content-Type: multipart/mixed; boundary="b{level}"\r\n\r\n--b{level}\r\n'.encode()
+    out += b"Content-Type: text/plain\r\n\r\ndeep text\r\n"
+    for level in reversed(range(levels)):
+        out += f"--b{level}--\r\n".encode()
+    return eml([*headers, ("Content-Type", 'multipart/mixed; boundary="b0"')]) + out
+
+
+def part(headers: Sequence[tuple[str, str]], body: bytes | str) -> bytes:
+    return eml(headers, body)
+
+
+# -- Outlook .msg -------------------------------------------------------------------------
+
+_PT_UNICODE = 0x001F
+_PT_BINARY = 0x0102
+_PT_LONG = 0x0003
+_PT_SYSTIME = 0x0040
+
+
+def _variable(tag: int, size: int) -> bytes:
+    return struct.pack("<IIII", tag, 6, size, 0)
+
+
+def _fixed(tag: int, value: int) -> bytes:
+    return struct.pack("<IIQ", tag, 6, value)
+
+
+def _filetime(moment: datetime) -> int:
+    # 100 ns ticks since 1601-01-01 UTC.
+    delta = moment - datetime(1601, 1, 1, tzinfo=UTC)
+    return (delta.days * 86400 + delta.seconds) * 10_000_000 + delta.microseconds * 10
+
+
+@dataclass
+class MsgRecipient:
+    name: str
+    address: str
+    kind: int  # 1 To, 2 Cc, 3 Bcc
+
+
+@dataclass
+class MsgAttachment:
+    filename: str
+    data: bytes
+    mimetype: str = ""
+
+
+@dataclass
+class Msg:
+    subject: str = ""
+    sender_name: str = ""
+    sender_address: str = ""
+    body: str | None = None
+    html: bytes | None = None
+    transport_headers: str | None = None
+    message_id: str | None = None
+    in_reply_to: str | None = None
+    submit_time: datetime | None = None
+    recipients: list[MsgRecipient] = field(default_factory=list)
+    attachments: list[MsgAttachment] = field(default_factory=list)
+
+
+def _strings(writer: OleWriter, prefix: str, values: dict[int, str | None]) -> bytes:
+    props = b""
+    for prop_id, value in values.items():
+        if value is None:
+            continue
+        data = value.encode("utf-16-le")
+        writer.addEntry(f"{prefix}__substg1.0_{prop_id:04X}001F", data)
+        props += _variable(prop_id << 16 | _PT_UNICODE, len(data) + 2)
+    return props
+
+
+def msg(spec: Msg) -> bytes:
+    """The bytes of a .msg file for `spec`."""
+    writer = OleWriter()
+    props = _strings(
+        writer,
+        "",
+        {
+            0x001A: "IPM.Note",
+            0x0037: spec.subject,
+            0x0C1A: spec.sender_name or None,
+            0x0C1F: spec.sender_address or None,
+            0x5D01: spec.sender_address or None,
+            0x1000: spec.body,
+            0x007D: spec.transport_headers,
+            0x1035: spec.message_id,
+            0x1042: spec.in_reply_to,
+        },
+    )
+    if spec.html is not None:
+        writer.addEntry("__substg1.0_10130102", spec.html)
+        props += _variable(0x1013 << 16 | _PT_BINARY, len(spec.html))
+    if spec.submit_time is not None:
+        props += _fixed(0x0039 << 16 | _PT_SYSTIME, _filetime(spec.submit_time))
+    for index, recipient in enumerate(spec.recipients):
+        storage = f"__recip_version1.0_#{index:08X}"
+        writer.addEntry(storage, storage=True)
+        recipient_props = b"\0" * 8 + _strings(
+            writer,
+            f"{storage}/",
+            {
+                0x3001: recipient.name,
+                0x3002: "SMTP",
+                0x3003: recipient.address,
+                0x39FE: recipient.address,
+            },
+        )
+        recipient_props += _fixed(0x0C15 << 16 | _PT_LONG, recipient.kind)
+        writer.addEntry(f"{storage}/__properties_version1.0", recipient_props)
+    for index, attachment in enumerate(spec.attachments):
+        storage = f"__attach_version1.0_#{index:08X}"
+        writer.addEntry(storage, storage=True)
+        attachment_props = b"\0" * 8 + _strings(
+            writer,
+            f"{storage}/",
+            {0x3707: attachment.filename, 0x3704: attachment.filename,
+             0x370E: attachment.mimetype or None},
+        )  # fmt: skip
+        writer.addEntry(f"{storage}/__substg1.0_37010102", attachment.data)
+        attachment_props += _variable(0x3701 << 16 | _PT_BINARY, len(attachment.data))
+        attachment_props += _fixed(0x3705 << 16 | _PT_LONG, 1)  # ATTACH_BY_VALUE
+        writer.addEntry(f"{storage}/__properties_version1.0", attachment_props)
+    header = struct.pack(
+        "<8sIIII8s",
+        b"",
+        len(spec.recipients),
+        len(spec.attachments),
+        len(spec.recipients),
+        len(spec.attachments),
+        b"",
+    )
+    writer.addEntry("__properties_version1.0", header + props)
+    writer.addEntry("__nameid_version1.0", storage=True)
+    for stream in ("00020102", "00030102", "00040102"):
+        writer.addEntry(f"__nameid_version1.0/__substg1.0_{stream}", b"")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "out.msg"
+        writer.write(path)
+        return path.read_bytes()
+
+
+def ole_not_a_message() -> bytes:
+    """A valid OLE compound file that holds no message (as a renamed .doc would)."""
+    writer = OleWriter()
+    writer.addEntry("WordDocument", b"\x00" * 64)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "doc.msg"
+        writer.write(path)
+        return path.read_bytes()
