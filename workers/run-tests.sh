@@ -10,6 +10,7 @@ bin=.venv/bin
 
 $bin/ruff check workers
 $bin/ruff format --check workers
-$bin/mypy workers/common/src workers/example/src workers/common/tests workers/example/tests
+$bin/mypy workers/common/src workers/example/src workers/tabular/src \
+    workers/common/tests workers/example/tests workers/tabular/tests
 $bin/python workers/gen_stubs.py --check
 $bin/pytest "$@"
