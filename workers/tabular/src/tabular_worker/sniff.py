@@ -17,6 +17,7 @@ from __future__ import annotations
 import codecs
 import csv
 import io
+import re
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -55,7 +56,7 @@ _BOMS: tuple[tuple[bytes, str], ...] = (
     (b"\xfe\xff", "utf-16-be"),
 )
 # Text has few control characters besides tab, LF, CR and form feed; binary data has many.
-_TEXT_CONTROLS = frozenset("\t\n\r\f")
+_CONTROL = re.compile("[\x00-\x08\x0b\x0e-\x1f]")
 _MAX_CONTROL_SHARE = 0.01
 _PREFERRED_ENCODINGS = ("cp1252", "latin_1", "iso8859_15")
 _CHAOS_SLACK = 0.05
@@ -150,7 +151,9 @@ def _detect_encoding(head: bytes) -> str:
     text = head.decode("utf-8", errors="replace")
     # A sample cut inside a character ends in a replacement that is no error.
     bad = text.rstrip("\ufffd").count("\ufffd") - head.count(b"\xef\xbf\xbd")
-    multibyte = sum(1 for ch in text if ord(ch) > 0x7F and ch != "\ufffd")
+    # Bytes beyond one per character: at least one per valid multi-byte character (each
+    # U+FFFD counts two, so discount the bad sequences), counted in C, not per character.
+    multibyte = len(text.encode("utf-8")) - len(text) - 2 * text.count("\ufffd")
     # Valid multi-byte characters outnumbering bad sequences: UTF-8 with some damage, kept
     # as UTF-8 (and the damage counted). Otherwise a legacy single-byte encoding, or
     # UTF-16 without a BOM, as charset-normalizer guesses it.
@@ -246,7 +249,7 @@ def _decoded_head(path: Path) -> str:
 def _refuse_binary_text(sample: str, fmt: str) -> None:
     if not sample:
         return
-    controls = sum(1 for ch in sample if ch < " " and ch not in _TEXT_CONTROLS)
+    controls = len(_CONTROL.findall(sample))
     if "\x00" in sample or controls / len(sample) > _MAX_CONTROL_SHARE:
         raise InvalidInput(
             f"content is binary data, not {fmt} text ({controls} control characters in "
