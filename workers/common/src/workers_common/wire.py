@@ -40,27 +40,31 @@ def _plain_copy(value: object) -> JsonValue:
     # raises _NotPlain and json_value redoes the whole value with the checked walk, so
     # results and error messages are the same as without this path.
     if type(value) is dict:
-        copied: dict[str, JsonValue] = {}
-        for key, item in value.items():
-            if type(key) is not str or not (key.isascii() or _encodable(key)):
-                raise _NotPlain
-            # _plain_item, inlined: this loop is the hot spot of a ROW-heavy submission.
-            kind = type(item)
-            if kind is str:
-                if not (item.isascii() or _encodable(item)):
-                    raise _NotPlain
-            elif kind is float:
-                if not math.isfinite(item):
-                    raise _NotPlain
-            elif kind is dict or kind is list or kind is tuple:
-                item = _plain_copy(item)
-            elif not (kind is int or kind is bool or item is None):
-                raise _NotPlain
-            copied[key] = item
-        return copied
+        return _plain_dict(value)
     if type(value) is list or type(value) is tuple:
         return [_plain_item(item) for item in value]
     return _plain_item(value)
+
+
+def _plain_dict(value: dict[Any, Any]) -> dict[str, JsonValue]:
+    copied: dict[str, JsonValue] = {}
+    for key, item in value.items():
+        if type(key) is not str or not (key.isascii() or _encodable(key)):
+            raise _NotPlain
+        # _plain_item, inlined: this loop is the hot spot of a ROW-heavy submission.
+        kind = type(item)
+        if kind is str:
+            if not (item.isascii() or _encodable(item)):
+                raise _NotPlain
+        elif kind is float:
+            if not math.isfinite(item):
+                raise _NotPlain
+        elif kind is dict or kind is list or kind is tuple:
+            item = _plain_copy(item)
+        elif not (kind is int or kind is bool or item is None):
+            raise _NotPlain
+        copied[key] = item
+    return copied
 
 
 def _plain_item(item: Any) -> JsonValue:
