@@ -328,6 +328,31 @@ pub fn is_identifier(s: &str) -> bool {
     !s.is_empty() && s.len() <= 64 && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.')
 }
 
+/// The format a file's extension implies, if any.
+pub fn format_for_path(path: &Path) -> Option<&'static str> {
+    let name = path.file_name()?.to_str()?.to_ascii_lowercase();
+    if name.ends_with(".tar.gz") || name.ends_with(".tgz") || name.ends_with(".zip") {
+        return Some("code-archive");
+    }
+    let ext = name.rsplit_once('.')?.1;
+    Some(match ext {
+        "txt" | "text" => "txt",
+        "md" | "markdown" => "md",
+        "csv" => "csv",
+        "tsv" | "tab" => "tsv",
+        "xlsx" => "xlsx",
+        "parquet" => "parquet",
+        "pdf" => "pdf",
+        "docx" => "docx",
+        "html" | "htm" => "html",
+        "eml" => "eml",
+        "msg" => "msg",
+        "py" | "rs" | "js" | "ts" | "go" | "java" | "c" | "h" | "cpp" | "rb" => "code",
+        "json" => "docling",
+        _ => return None,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -379,29 +404,4 @@ mod tests {
         let c = parse("[failures]\npermanent = [\"oom\"]\n").unwrap();
         assert!(c.is_permanent(FailureKind::Oom) && !c.is_permanent(FailureKind::InvalidInput));
     }
-}
-
-/// The format a file's extension implies, if any.
-pub fn format_for_path(path: &Path) -> Option<&'static str> {
-    let name = path.file_name()?.to_str()?.to_ascii_lowercase();
-    if name.ends_with(".tar.gz") || name.ends_with(".tgz") || name.ends_with(".zip") {
-        return Some("code-archive");
-    }
-    let ext = name.rsplit_once('.')?.1;
-    Some(match ext {
-        "txt" | "text" => "txt",
-        "md" | "markdown" => "md",
-        "csv" => "csv",
-        "tsv" | "tab" => "tsv",
-        "xlsx" => "xlsx",
-        "parquet" => "parquet",
-        "pdf" => "pdf",
-        "docx" => "docx",
-        "html" | "htm" => "html",
-        "eml" => "eml",
-        "msg" => "msg",
-        "py" | "rs" | "js" | "ts" | "go" | "java" | "c" | "h" | "cpp" | "rb" => "code",
-        "json" => "docling",
-        _ => return None,
-    })
 }

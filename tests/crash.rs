@@ -95,20 +95,23 @@ async fn kill9_at_random_points_loses_nothing_acknowledged() {
         server.restart();
 
         let mut c = server.client().await;
-        let a = acked.lock().unwrap();
-        assert!(!a.enqueued.is_empty() || round > 0, "round {round}: the load never got going");
-        for id in &a.enqueued {
+        let (enqueued, succeeded, failed) = {
+            let a = acked.lock().unwrap();
+            (a.enqueued.clone(), a.succeeded.clone(), a.failed.clone())
+        };
+        assert!(!enqueued.is_empty() || round > 0, "round {round}: the load never got going");
+        for id in &enqueued {
             let job = c.get_job(GetJobRequest { job_id: id.clone(), tenant_id: String::new() }).await;
             let job = job.unwrap_or_else(|e| panic!("round {round}: acknowledged job {id} is gone: {e}")).into_inner();
             assert_ne!(job.state, "leased", "round {round}: job {id} still leased after restart");
         }
-        for (id, attempt) in &a.succeeded {
+        for (id, attempt) in &succeeded {
             let job = c.get_job(GetJobRequest { job_id: id.clone(), tenant_id: String::new() }).await.unwrap().into_inner();
             assert_eq!(job.state, "succeeded", "round {round}: acknowledged result of job {id} lost");
             assert!(!job.submission_hash.is_empty());
             assert!(job.failures.iter().all(|f| f.attempt < *attempt));
         }
-        for (id, attempts) in &a.failed {
+        for (id, attempts) in &failed {
             let job = c.get_job(GetJobRequest { job_id: id.clone(), tenant_id: String::new() }).await.unwrap().into_inner();
             for at in attempts {
                 assert!(job.failures.iter().any(|f| f.attempt == *at && f.kind == "transient"), "round {round}: acknowledged failure {at} of job {id} lost");

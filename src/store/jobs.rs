@@ -476,15 +476,19 @@ pub struct Cancelled {
     pub worker: Option<String>,
 }
 
-pub fn cancel(tx: &mut Tx<'_>, id: u64, tenant: Option<&str>, now: i64) -> Result<Result<Cancelled, JobError>, StoreError> {
-    let Some(mut rec) = load(tx.txn, id)? else { return Ok(Err(JobError::NotFound(id))) };
-    if tenant.is_some_and(|t| t != rec.tenant) {
+/// A client's job, if it exists for `tenant`, with its state and the state `event` leads to.
+fn client_transition(txn: &WriteTransaction, id: u64, tenant: Option<&str>, event: Event) -> Result<Result<(JobRecord, JobState, JobState), JobError>, StoreError> {
+    let Some(rec) = load(txn, id)?.filter(|r| tenant.is_none_or(|t| t == r.tenant)) else {
         return Ok(Err(JobError::NotFound(id)));
-    }
+    };
     let old = state_of(&rec)?;
-    let next = match transition(old, Event::Cancel) {
-        Ok(n) => n,
-        Err(e) => return Ok(Err(e.into())),
+    Ok(transition(old, event).map(|next| (rec, old, next)).map_err(JobError::from))
+}
+
+pub fn cancel(tx: &mut Tx<'_>, id: u64, tenant: Option<&str>, now: i64) -> Result<Result<Cancelled, JobError>, StoreError> {
+    let (mut rec, old, next) = match client_transition(tx.txn, id, tenant, Event::Cancel)? {
+        Ok(v) => v,
+        Err(e) => return Ok(Err(e)),
     };
     let lease = load_lease(tx.txn, id)?;
     if let Some(l) = &lease {
@@ -500,14 +504,9 @@ pub fn cancel(tx: &mut Tx<'_>, id: u64, tenant: Option<&str>, now: i64) -> Resul
 /// Moves a dead (or cancelled) job back to the queue with a fresh attempt budget;
 /// its failure history stays.
 pub fn retry(tx: &mut Tx<'_>, id: u64, tenant: Option<&str>, now: i64) -> Result<Result<JobRecord, JobError>, StoreError> {
-    let Some(mut rec) = load(tx.txn, id)? else { return Ok(Err(JobError::NotFound(id))) };
-    if tenant.is_some_and(|t| t != rec.tenant) {
-        return Ok(Err(JobError::NotFound(id)));
-    }
-    let old = state_of(&rec)?;
-    let next = match transition(old, Event::Retry) {
-        Ok(n) => n,
-        Err(e) => return Ok(Err(e.into())),
+    let (mut rec, old, next) = match client_transition(tx.txn, id, tenant, Event::Retry)? {
+        Ok(v) => v,
+        Err(e) => return Ok(Err(e)),
     };
     rec.state = u32::from(next.code());
     rec.attempts = 0;
