@@ -12,7 +12,7 @@ from email_worker import handle
 from workers_common import InvalidInput, TooLarge
 from workers_common.conformance import check_submissions, run_handler
 
-from corpus import deep_nesting, eml, multipart, ole_not_a_message, part
+from email_corpus import deep_nesting, eml, multipart, ole_not_a_message, part
 
 
 def project(tmp_path: Path, data: bytes, fmt: str = "eml", **options: Any) -> dict[str, Any]:

@@ -19,7 +19,7 @@ import pytest
 from email_worker import handle
 from workers_common.conformance import run_handler
 
-from corpus import deep_nesting, eml, multipart, part
+from email_corpus import deep_nesting, eml, multipart, part
 from email_e2e import MISSING, TELHA_BIN, Core, has_graph_reads
 
 pytestmark = [

@@ -16,7 +16,7 @@ from email_worker import handle
 from workers_common.conformance import check_determinism, run_handler
 from workers_common.pytest_plugin import GoldenDir
 
-from corpus import Msg, MsgAttachment, MsgRecipient, eml, msg, multipart, part
+from email_corpus import Msg, MsgAttachment, MsgRecipient, eml, msg, multipart, part
 
 THREAD_HEADERS = [
     ("Message-ID", "<m2@example.com>"),

@@ -150,15 +150,24 @@ def _text(value: object, what: str) -> str:
     return value
 
 
+# Identifiers already checked: a streaming worker names the same few labels and edge types
+# on every one of its hundred thousand nodes and edges.
+_KNOWN_IDENTIFIERS: set[str] = set()
+
+
 def _identifier(value: object, what: str) -> str:
+    if type(value) is str and value in _KNOWN_IDENTIFIERS:
+        return value
     text = _text(value, what)
     if not _IDENTIFIER.match(text):
         raise BuilderError(f"{what} {text!r} is not an identifier ([A-Za-z][A-Za-z0-9_]*)")
+    if len(_KNOWN_IDENTIFIERS) < 4096:  # bounded: labels are few, a bug could make many
+        _KNOWN_IDENTIFIERS.add(text)
     return text
 
 
 def _object(value: object, what: str) -> dict[str, JsonValue]:
-    if not isinstance(value, Mapping):
+    if type(value) is not dict and not isinstance(value, Mapping):  # dict first: cheaper
         raise BuilderTypeError(f"{what} must be a mapping, not {type(value).__name__}")
     try:
         copied = json_value(value, what)
@@ -332,7 +341,9 @@ class IngestionResultBuilder:
         id: str | None = None,
     ) -> NodeRef:
         """Adds a node; `id` makes it a deterministic identity the core upserts on."""
-        if isinstance(labels, str) or not isinstance(labels, Sequence):
+        if type(labels) is not list and (
+            isinstance(labels, str) or not isinstance(labels, Sequence)
+        ):
             raise BuilderTypeError("labels must be a sequence of str")
         checked = [_identifier(label, "label") for label in labels]
         if not checked:

@@ -172,6 +172,172 @@ class ListJobsResponse(_message.Message):
     next_page_token: str
     def __init__(self, jobs: _Optional[_Iterable[_Union[Job, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
+class GetProjectionRequest(_message.Message):
+    __slots__ = ("job_id", "tenant_id", "max_items")
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    MAX_ITEMS_FIELD_NUMBER: _ClassVar[int]
+    job_id: str
+    tenant_id: str
+    max_items: int
+    def __init__(self, job_id: _Optional[str] = ..., tenant_id: _Optional[str] = ..., max_items: _Optional[int] = ...) -> None: ...
+
+class ProjectionSpan(_message.Message):
+    __slots__ = ("start", "end", "kind")
+    START_FIELD_NUMBER: _ClassVar[int]
+    END_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    start: int
+    end: int
+    kind: str
+    def __init__(self, start: _Optional[int] = ..., end: _Optional[int] = ..., kind: _Optional[str] = ...) -> None: ...
+
+class ProjectionNode(_message.Message):
+    __slots__ = ("id", "labels", "properties_json", "span_refs", "version")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    LABELS_FIELD_NUMBER: _ClassVar[int]
+    PROPERTIES_JSON_FIELD_NUMBER: _ClassVar[int]
+    SPAN_REFS_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    labels: _containers.RepeatedScalarFieldContainer[str]
+    properties_json: str
+    span_refs: _containers.RepeatedScalarFieldContainer[int]
+    version: int
+    def __init__(self, id: _Optional[str] = ..., labels: _Optional[_Iterable[str]] = ..., properties_json: _Optional[str] = ..., span_refs: _Optional[_Iterable[int]] = ..., version: _Optional[int] = ...) -> None: ...
+
+class GraphRelationship(_message.Message):
+    __slots__ = ("type", "from_id", "to_id", "properties_json", "from_dangling", "to_dangling")
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    FROM_ID_FIELD_NUMBER: _ClassVar[int]
+    TO_ID_FIELD_NUMBER: _ClassVar[int]
+    PROPERTIES_JSON_FIELD_NUMBER: _ClassVar[int]
+    FROM_DANGLING_FIELD_NUMBER: _ClassVar[int]
+    TO_DANGLING_FIELD_NUMBER: _ClassVar[int]
+    type: str
+    from_id: str
+    to_id: str
+    properties_json: str
+    from_dangling: bool
+    to_dangling: bool
+    def __init__(self, type: _Optional[str] = ..., from_id: _Optional[str] = ..., to_id: _Optional[str] = ..., properties_json: _Optional[str] = ..., from_dangling: _Optional[bool] = ..., to_dangling: _Optional[bool] = ...) -> None: ...
+
+class AmbiguityCandidate(_message.Message):
+    __slots__ = ("label", "valid_from", "valid_to")
+    LABEL_FIELD_NUMBER: _ClassVar[int]
+    VALID_FROM_FIELD_NUMBER: _ClassVar[int]
+    VALID_TO_FIELD_NUMBER: _ClassVar[int]
+    label: str
+    valid_from: int
+    valid_to: int
+    def __init__(self, label: _Optional[str] = ..., valid_from: _Optional[int] = ..., valid_to: _Optional[int] = ...) -> None: ...
+
+class GraphAmbiguity(_message.Message):
+    __slots__ = ("job_id", "node_id", "kind", "candidates", "detector_confidence", "applied_candidate_confidence", "severity_hint")
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    CANDIDATES_FIELD_NUMBER: _ClassVar[int]
+    DETECTOR_CONFIDENCE_FIELD_NUMBER: _ClassVar[int]
+    APPLIED_CANDIDATE_CONFIDENCE_FIELD_NUMBER: _ClassVar[int]
+    SEVERITY_HINT_FIELD_NUMBER: _ClassVar[int]
+    job_id: str
+    node_id: str
+    kind: str
+    candidates: _containers.RepeatedCompositeFieldContainer[AmbiguityCandidate]
+    detector_confidence: float
+    applied_candidate_confidence: float
+    severity_hint: str
+    def __init__(self, job_id: _Optional[str] = ..., node_id: _Optional[str] = ..., kind: _Optional[str] = ..., candidates: _Optional[_Iterable[_Union[AmbiguityCandidate, _Mapping]]] = ..., detector_confidence: _Optional[float] = ..., applied_candidate_confidence: _Optional[float] = ..., severity_hint: _Optional[str] = ...) -> None: ...
+
+class Projection(_message.Message):
+    __slots__ = ("job_id", "tenant_id", "canonical_text", "spans", "nodes", "relationships", "ambiguities", "unchanged", "truncated", "submission_hash")
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    CANONICAL_TEXT_FIELD_NUMBER: _ClassVar[int]
+    SPANS_FIELD_NUMBER: _ClassVar[int]
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    RELATIONSHIPS_FIELD_NUMBER: _ClassVar[int]
+    AMBIGUITIES_FIELD_NUMBER: _ClassVar[int]
+    UNCHANGED_FIELD_NUMBER: _ClassVar[int]
+    TRUNCATED_FIELD_NUMBER: _ClassVar[int]
+    SUBMISSION_HASH_FIELD_NUMBER: _ClassVar[int]
+    job_id: str
+    tenant_id: str
+    canonical_text: str
+    spans: _containers.RepeatedCompositeFieldContainer[ProjectionSpan]
+    nodes: _containers.RepeatedCompositeFieldContainer[ProjectionNode]
+    relationships: _containers.RepeatedCompositeFieldContainer[GraphRelationship]
+    ambiguities: _containers.RepeatedCompositeFieldContainer[GraphAmbiguity]
+    unchanged: bool
+    truncated: bool
+    submission_hash: str
+    def __init__(self, job_id: _Optional[str] = ..., tenant_id: _Optional[str] = ..., canonical_text: _Optional[str] = ..., spans: _Optional[_Iterable[_Union[ProjectionSpan, _Mapping]]] = ..., nodes: _Optional[_Iterable[_Union[ProjectionNode, _Mapping]]] = ..., relationships: _Optional[_Iterable[_Union[GraphRelationship, _Mapping]]] = ..., ambiguities: _Optional[_Iterable[_Union[GraphAmbiguity, _Mapping]]] = ..., unchanged: _Optional[bool] = ..., truncated: _Optional[bool] = ..., submission_hash: _Optional[str] = ...) -> None: ...
+
+class GetNodeRequest(_message.Message):
+    __slots__ = ("tenant_id", "node_id")
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    tenant_id: str
+    node_id: str
+    def __init__(self, tenant_id: _Optional[str] = ..., node_id: _Optional[str] = ...) -> None: ...
+
+class NodeVersion(_message.Message):
+    __slots__ = ("version", "labels", "properties_json", "job_id", "attempt", "committed_at", "valid_from", "valid_to")
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    LABELS_FIELD_NUMBER: _ClassVar[int]
+    PROPERTIES_JSON_FIELD_NUMBER: _ClassVar[int]
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    COMMITTED_AT_FIELD_NUMBER: _ClassVar[int]
+    VALID_FROM_FIELD_NUMBER: _ClassVar[int]
+    VALID_TO_FIELD_NUMBER: _ClassVar[int]
+    version: int
+    labels: _containers.RepeatedScalarFieldContainer[str]
+    properties_json: str
+    job_id: str
+    attempt: int
+    committed_at: int
+    valid_from: int
+    valid_to: int
+    def __init__(self, version: _Optional[int] = ..., labels: _Optional[_Iterable[str]] = ..., properties_json: _Optional[str] = ..., job_id: _Optional[str] = ..., attempt: _Optional[int] = ..., committed_at: _Optional[int] = ..., valid_from: _Optional[int] = ..., valid_to: _Optional[int] = ...) -> None: ...
+
+class GraphNode(_message.Message):
+    __slots__ = ("tenant_id", "id", "versions", "edges_out", "edges_in", "truncated")
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    VERSIONS_FIELD_NUMBER: _ClassVar[int]
+    EDGES_OUT_FIELD_NUMBER: _ClassVar[int]
+    EDGES_IN_FIELD_NUMBER: _ClassVar[int]
+    TRUNCATED_FIELD_NUMBER: _ClassVar[int]
+    tenant_id: str
+    id: str
+    versions: _containers.RepeatedCompositeFieldContainer[NodeVersion]
+    edges_out: _containers.RepeatedCompositeFieldContainer[GraphRelationship]
+    edges_in: _containers.RepeatedCompositeFieldContainer[GraphRelationship]
+    truncated: bool
+    def __init__(self, tenant_id: _Optional[str] = ..., id: _Optional[str] = ..., versions: _Optional[_Iterable[_Union[NodeVersion, _Mapping]]] = ..., edges_out: _Optional[_Iterable[_Union[GraphRelationship, _Mapping]]] = ..., edges_in: _Optional[_Iterable[_Union[GraphRelationship, _Mapping]]] = ..., truncated: _Optional[bool] = ...) -> None: ...
+
+class ListAmbiguitiesRequest(_message.Message):
+    __slots__ = ("tenant_id", "job_id", "page_size", "page_token")
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    tenant_id: str
+    job_id: str
+    page_size: int
+    page_token: str
+    def __init__(self, tenant_id: _Optional[str] = ..., job_id: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ListAmbiguitiesResponse(_message.Message):
+    __slots__ = ("ambiguities", "next_page_token")
+    AMBIGUITIES_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    ambiguities: _containers.RepeatedCompositeFieldContainer[GraphAmbiguity]
+    next_page_token: str
+    def __init__(self, ambiguities: _Optional[_Iterable[_Union[GraphAmbiguity, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
 class Failure(_message.Message):
     __slots__ = ("attempt", "kind", "permanent", "reason", "at", "worker_id", "exit_code", "signal", "stderr_tail", "peak_rss_bytes")
     ATTEMPT_FIELD_NUMBER: _ClassVar[int]

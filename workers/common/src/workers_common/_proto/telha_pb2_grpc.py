@@ -291,6 +291,21 @@ class IngestServiceStub:
                 request_serializer=telha_dot_v1_dot_telha__pb2.GetJobRequest.SerializeToString,
                 response_deserializer=telha_dot_v1_dot_telha__pb2.Job.FromString,
                 _registered_method=True)
+        self.GetProjection = channel.unary_unary(
+                '/telha.v1.IngestService/GetProjection',
+                request_serializer=telha_dot_v1_dot_telha__pb2.GetProjectionRequest.SerializeToString,
+                response_deserializer=telha_dot_v1_dot_telha__pb2.Projection.FromString,
+                _registered_method=True)
+        self.GetNode = channel.unary_unary(
+                '/telha.v1.IngestService/GetNode',
+                request_serializer=telha_dot_v1_dot_telha__pb2.GetNodeRequest.SerializeToString,
+                response_deserializer=telha_dot_v1_dot_telha__pb2.GraphNode.FromString,
+                _registered_method=True)
+        self.ListAmbiguities = channel.unary_unary(
+                '/telha.v1.IngestService/ListAmbiguities',
+                request_serializer=telha_dot_v1_dot_telha__pb2.ListAmbiguitiesRequest.SerializeToString,
+                response_deserializer=telha_dot_v1_dot_telha__pb2.ListAmbiguitiesResponse.FromString,
+                _registered_method=True)
         self.GetStatus = channel.unary_unary(
                 '/telha.v1.IngestService/GetStatus',
                 request_serializer=telha_dot_v1_dot_telha__pb2.GetStatusRequest.SerializeToString,
@@ -344,6 +359,29 @@ class IngestServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetProjection(self, request, context):
+        """Added for the graph store. A succeeded job's projection: canonical text,
+        spans, nodes, relationships (ids resolved), ambiguities. FAILED_PRECONDITION
+        before the job succeeded: nothing of a projection is visible earlier.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetNode(self, request, context):
+        """One node of a tenant: every version, and its edges out and in.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListAmbiguities(self, request, context):
+        """Temporal ambiguities of a tenant (of one job when given), all candidates kept.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def GetStatus(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -382,6 +420,21 @@ def add_IngestServiceServicer_to_server(servicer, server):
                     servicer.CancelJob,
                     request_deserializer=telha_dot_v1_dot_telha__pb2.GetJobRequest.FromString,
                     response_serializer=telha_dot_v1_dot_telha__pb2.Job.SerializeToString,
+            ),
+            'GetProjection': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetProjection,
+                    request_deserializer=telha_dot_v1_dot_telha__pb2.GetProjectionRequest.FromString,
+                    response_serializer=telha_dot_v1_dot_telha__pb2.Projection.SerializeToString,
+            ),
+            'GetNode': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetNode,
+                    request_deserializer=telha_dot_v1_dot_telha__pb2.GetNodeRequest.FromString,
+                    response_serializer=telha_dot_v1_dot_telha__pb2.GraphNode.SerializeToString,
+            ),
+            'ListAmbiguities': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListAmbiguities,
+                    request_deserializer=telha_dot_v1_dot_telha__pb2.ListAmbiguitiesRequest.FromString,
+                    response_serializer=telha_dot_v1_dot_telha__pb2.ListAmbiguitiesResponse.SerializeToString,
             ),
             'GetStatus': grpc.unary_unary_rpc_method_handler(
                     servicer.GetStatus,
@@ -554,6 +607,87 @@ class IngestService:
             '/telha.v1.IngestService/CancelJob',
             telha_dot_v1_dot_telha__pb2.GetJobRequest.SerializeToString,
             telha_dot_v1_dot_telha__pb2.Job.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetProjection(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/telha.v1.IngestService/GetProjection',
+            telha_dot_v1_dot_telha__pb2.GetProjectionRequest.SerializeToString,
+            telha_dot_v1_dot_telha__pb2.Projection.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetNode(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/telha.v1.IngestService/GetNode',
+            telha_dot_v1_dot_telha__pb2.GetNodeRequest.SerializeToString,
+            telha_dot_v1_dot_telha__pb2.GraphNode.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListAmbiguities(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/telha.v1.IngestService/ListAmbiguities',
+            telha_dot_v1_dot_telha__pb2.ListAmbiguitiesRequest.SerializeToString,
+            telha_dot_v1_dot_telha__pb2.ListAmbiguitiesResponse.FromString,
             options,
             channel_credentials,
             insecure,

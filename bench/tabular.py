@@ -1,0 +1,206 @@
+"""bench/tabular: a generated N-row x 10-column csv through `telha run`, end to end.
+
+    .venv/bin/python bench/tabular.py [--rows N ...] [--chunk-rows N] [--keep DIR]
+
+For each N (default 1,000,000) it writes the csv (ints, floats, strings, a day-first date
+column, booleans), then times, in the same run:
+- `telha run` over it with one tabular worker until the job is succeeded (its final
+  partial committed: the graph is visible), and rows/s;
+- peak resident size of the core (the `telha run` process) and of the worker process,
+  sampled from /proc every 50 ms, with the worker's RSS at each quarter of the run to
+  show it flat;
+- polars' bare `read_csv` of the same file (in a fresh interpreter), and the ratio.
+Prints plain figures; the binary is target/debug/telha (or TELHA_BIN).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PYTHON = ROOT / ".venv" / "bin" / "python"
+TELHA = Path(os.environ.get("TELHA_BIN") or ROOT / "target" / "debug" / "telha")
+CITIES = ("Lisboa", "Porto", "Braga", "Faro", "Évora")
+
+
+def write_csv(path: Path, rows: int) -> None:
+    with path.open("w", encoding="utf-8") as out:
+        out.write("id,name,amount,qty,effective date,city,active,ratio,code,note\n")
+        for i in range(rows):
+            day, month = i % 28 + 1, i % 12 + 1
+            out.write(
+                f"{i},name {i},{i * 1.25:.2f},{i % 1000},{day:02d}/{month:02d}/2026,"
+                f"{CITIES[i % 5]},{'true' if i % 2 else 'false'},{(i % 97) / 97:.4f},"
+                f"C{i % 10000:05d},note for row {i}\n"
+            )
+
+
+def rss_kib(pid: int, field: str = "VmRSS") -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(f"{field}:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+@dataclass
+class Sampler:
+    """Samples the core's and its workers' resident sizes until stopped."""
+
+    core: int
+    core_peak: int = 0
+    worker_peak: int = 0
+    worker_anon_peak: int = 0
+    """Anonymous memory only: polars maps the csv file, and the pages it has read count
+    in VmRSS as file-backed (clean, reclaimable) memory that grows with the file."""
+    worker_series: list[tuple[float, int, int]] = field(default_factory=list)
+    _stop: threading.Event = field(default_factory=threading.Event)
+
+    def run(self) -> None:
+        start = time.monotonic()
+        while not self._stop.is_set():
+            self.core_peak = max(self.core_peak, rss_kib(self.core))
+            pids = children(self.core)
+            workers = sum(rss_kib(pid) for pid in pids)
+            anon = sum(rss_kib(pid, "RssAnon") for pid in pids)
+            self.worker_peak = max(self.worker_peak, workers)
+            self.worker_anon_peak = max(self.worker_anon_peak, anon)
+            self.worker_series.append((time.monotonic() - start, workers, anon))
+            self._stop.wait(0.05)
+
+    def stop(self) -> None:
+        self._stop.set()
+
+
+def config(root: Path, chunk_rows: int) -> Path:
+    path = root / "supervisor.toml"
+    path.write_text(
+        "[server]\n"
+        'listen = "127.0.0.1:0"\n'
+        f'data_dir = "{root / "data"}"\n'
+        "[pools.tabular]\n"
+        'formats = ["csv"]\n'
+        "workers = 1\n"
+        f'command = ["{PYTHON}", "-m", "tabular_worker"]\n'
+        "job_timeout_secs = 3600\n"
+        "[pools.tabular.limits]\n"
+        "memory_mb = 8192\n"
+        "cpu_secs = 3600\n"
+        "open_files = 256\n"
+    )
+    return path
+
+
+def bare_read_csv(path: Path) -> float:
+    code = (
+        "import sys, time, polars as pl\n"
+        "t = time.perf_counter(); pl.read_csv(sys.argv[1]); print(time.perf_counter() - t)\n"
+    )
+    done = subprocess.run(
+        [str(PYTHON), "-c", code, str(path)], capture_output=True, text=True, check=True
+    )
+    return float(done.stdout)
+
+
+def one(rows: int, chunk_rows: int, keep: Path | None) -> None:
+    with tempfile.TemporaryDirectory(prefix="bench-tabular-") as tmp:
+        root = keep or Path(tmp)
+        root.mkdir(parents=True, exist_ok=True)
+        csv = root / f"bench-{rows}.csv"
+        t0 = time.perf_counter()
+        write_csv(csv, rows)
+        print(
+            f"rows={rows:,}  file={csv.stat().st_size / 1e6:.1f} MB  "
+            f"(written in {time.perf_counter() - t0:.1f} s)"
+        )
+        args = [
+            str(TELHA),
+            "--config",
+            str(config(root, chunk_rows)),
+            "run",
+            "--json",
+            "--option",
+            f"chunk_rows={chunk_rows}",
+            str(csv),
+        ]
+        env = {k: v for k, v in os.environ.items() if not k.startswith("TELHA_")}
+        start = time.perf_counter()
+        process = subprocess.Popen(
+            args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True
+        )
+        sampler = Sampler(process.pid)
+        thread = threading.Thread(target=sampler.run, daemon=True)
+        thread.start()
+        out, err = process.communicate()
+        elapsed = time.perf_counter() - start
+        sampler.stop()
+        thread.join()
+        [job] = json.loads(out)["jobs"] if out.strip() else [{}]
+        if job.get("state") != "succeeded":
+            print(f"  job did not succeed: {json.dumps(job)[:2000]}\n{err[-3000:]}")
+            return
+        bare = bare_read_csv(csv)
+        print(
+            f"  telha run, end to end to a visible graph: {elapsed:.1f} s  "
+            f"({rows / elapsed:,.0f} rows/s, {job['node_count']:,} nodes)"
+        )
+        print(
+            f"  polars read_csv of the same file:          {bare:.2f} s  "
+            f"(end to end is {elapsed / bare:.0f}x that)"
+        )
+        print(
+            f"  peak RSS: core {sampler.core_peak / 1024:.0f} MB, "
+            f"worker {sampler.worker_peak / 1024:.0f} MB "
+            f"(of which anonymous {sampler.worker_anon_peak / 1024:.0f} MB)"
+        )
+        series = sampler.worker_series
+        if series:
+            quarters = [
+                series[min(len(series) - 1, int(len(series) * q))] for q in (0.25, 0.5, 0.75, 0.95)
+            ]
+            print(
+                "  worker RSS (anonymous) at 25/50/75/95 % of the run: "
+                + ", ".join(f"{kib / 1024:.0f} ({anon / 1024:.0f}) MB" for _, kib, anon in quarters)
+            )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, nargs="+", default=[1_000_000])
+    parser.add_argument("--chunk-rows", type=int, default=10_000)
+    parser.add_argument("--keep", type=Path, help="write the files here and keep them")
+    args = parser.parse_args()
+    if not TELHA.exists():
+        print(f"no {TELHA}: run cargo build first", file=sys.stderr)
+        return 1
+    for rows in args.rows:
+        one(rows, args.chunk_rows, args.keep)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,125 @@
+"""Column types: what a cell must look like to count as each, and its typed value.
+
+A String column's type is inferred from the whole table (profile.py counts the matches):
+the first of boolean, integer, float, date, datetime whose *pattern* at least 90 % of its
+non-empty cells match, else string. A cell that fits the pattern but not the calendar or
+the 64-bit range (2026-02-30, 99999999999999999999) is then dirty like any other misfit.
+Integers with leading zeros (codes, zip codes) do not count as integers; `nan`/`inf` do
+not count as floats. A non-empty cell that does not parse as its
+column's type is *dirty*: counted per type in `stats.dirty_counts`, kept as its raw text in
+the ROW's properties and, as every cell, verbatim in the canonical text.
+
+Columns that arrive typed (parquet, native dtypes) keep their dtype's type.
+"""
+
+from __future__ import annotations
+
+import enum
+
+import polars as pl
+
+from .dates import DATE_PATTERN
+
+__all__ = [
+    "INFERENCE_SHARE",
+    "INFERRED_ORDER",
+    "PATTERNS",
+    "ColumnType",
+    "native_type",
+    "typed_value",
+]
+
+INFERENCE_SHARE = 0.9
+"""Share of a column's non-empty cells that must match a type for the column to have it."""
+
+_INT = r"^[+-]?(0|[1-9][0-9]*)$"
+_FLOAT = r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$"
+_DATETIME = r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})?$"
+_DATETIME_FORMATS = (
+    "%Y-%m-%dT%H:%M:%S%.f%:z",
+    "%Y-%m-%d %H:%M:%S%.f%:z",
+    "%Y-%m-%dT%H:%M:%S%.fZ",
+    "%Y-%m-%dT%H:%M:%S%.f",
+    "%Y-%m-%d %H:%M:%S%.f",
+    "%Y-%m-%dT%H:%M",
+    "%Y-%m-%d %H:%M",
+)
+
+
+class ColumnType(enum.StrEnum):
+    """A column's type, as COLUMN.type and the keys of stats.dirty_counts."""
+
+    BOOLEAN = "boolean"
+    """true/false in any letter case."""
+    INTEGER = "integer"
+    """64-bit signed, no leading zeros."""
+    FLOAT = "float"
+    """Decimal or scientific notation; finite."""
+    DATE = "date"
+    """ISO yyyy-mm-dd, or dd/mm/yyyy and mm/dd/yyyy (separators / . -), see dates.py."""
+    DATETIME = "datetime"
+    """ISO date and time, optional seconds, fraction and offset (rendered in UTC when given)."""
+    STRING = "string"
+    """Anything; also every column nothing else fits."""
+
+
+INFERRED_ORDER = (
+    ColumnType.BOOLEAN,
+    ColumnType.INTEGER,
+    ColumnType.FLOAT,
+    ColumnType.DATE,
+    ColumnType.DATETIME,
+)
+
+
+PATTERNS: dict[ColumnType, str] = {
+    ColumnType.BOOLEAN: r"^(?i:true|false)$",
+    ColumnType.INTEGER: _INT,
+    ColumnType.FLOAT: _FLOAT,
+    ColumnType.DATE: DATE_PATTERN,
+    ColumnType.DATETIME: _DATETIME,
+}
+"""What a cell of each inferred type looks like: the profile's cheap first pass."""
+
+
+def parse_datetime(cell: pl.Expr) -> pl.Expr:
+    """A stripped String cell as a UTC (or naive) Datetime in microseconds, or null."""
+    gated = pl.when(cell.str.contains(_DATETIME)).then(cell)
+    readings = []
+    for fmt in _DATETIME_FORMATS:
+        parsed = gated.str.to_datetime(fmt, strict=False, time_unit="us")
+        if "z" in fmt or fmt.endswith("Z"):
+            parsed = parsed.dt.convert_time_zone("UTC").dt.replace_time_zone(None)
+        readings.append(parsed)
+    return pl.coalesce(readings)
+
+
+def typed_value(cell: pl.Expr, kind: ColumnType) -> pl.Expr:
+    """The typed value of a stripped String cell, or null where it does not parse."""
+    if kind is ColumnType.BOOLEAN:
+        lower = cell.str.to_lowercase()
+        return pl.when(lower == "true").then(True).when(lower == "false").then(False)
+    if kind is ColumnType.INTEGER:
+        return pl.when(cell.str.contains(_INT)).then(cell.cast(pl.Int64, strict=False))
+    if kind is ColumnType.FLOAT:
+        return pl.when(cell.str.contains(_FLOAT)).then(cell.cast(pl.Float64, strict=False))
+    if kind is ColumnType.DATETIME:
+        return parse_datetime(cell)
+    raise ValueError(f"typed_value: {kind} has no single expression (dates vote, strings stay)")
+
+
+def native_type(dtype: pl.DataType) -> ColumnType | None:
+    """The type of a column that arrives typed; None for String (to be inferred)."""
+    if dtype == pl.String or dtype == pl.Categorical or isinstance(dtype, pl.Enum):
+        return None
+    if dtype == pl.Boolean:
+        return ColumnType.BOOLEAN
+    if dtype.is_integer():
+        return ColumnType.INTEGER
+    if dtype.is_float() or dtype.is_decimal():
+        return ColumnType.FLOAT
+    if dtype == pl.Date:
+        return ColumnType.DATE
+    if isinstance(dtype, pl.Datetime):
+        return ColumnType.DATETIME
+    return ColumnType.STRING

@@ -1,0 +1,94 @@
+"""The tabular worker's job options (`telha ingest --option KEY=VALUE`), checked once per job.
+
+Every limit has a default sized for the `[pools.tabular]` limits in supervisor.toml; tests
+lower them to exercise the guards without multi-gigabyte inputs. A bad value is the job's
+fault, not the worker's: it fails as `invalid_input` naming the option.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import Any, Literal, get_args
+
+from workers_common import InvalidInput
+from workers_common.result import clarify_enabled
+
+__all__ = ["DateOrder", "TabularOptions"]
+
+DateOrder = Literal["auto", "day-first", "month-first"]
+
+# (minimum, maximum) per integer option. chunk_rows stays well under the core's per
+# submission caps (100,000 nodes, 200,000 edges: a partial holds a ROW and a HAS_ROW per
+# row, plus a table's COLUMN nodes); max_partial_bytes under its 32 MiB of text.
+_BOUNDS: dict[str, tuple[int, int]] = {
+    "chunk_rows": (1, 40_000),
+    "max_partial_bytes": (1 << 10, 16 << 20),
+    "max_line_bytes": (1 << 10, 1 << 40),
+    "max_xlsx_bytes": (1 << 10, 1 << 40),
+    "max_xlsx_ratio": (2, 1 << 20),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class TabularOptions:
+    """What a job may tune; see workers/tabular/README.md for each option's reason."""
+
+    chunk_rows: int = 10_000
+    """Rows per partial submission (streaming)."""
+    max_partial_bytes: int = 8 << 20
+    """Canonical text per partial; a partial closes early when its rows reach this."""
+    max_line_bytes: int = 64 << 20
+    """csv/tsv: a physical line longer than this is refused as too_large before parsing."""
+    max_xlsx_bytes: int = 256 << 20
+    """xlsx: the archive's total uncompressed size, measured by inflating it, not trusted."""
+    max_xlsx_ratio: int = 200
+    """xlsx: a member inflating more than this many times its compressed size is a bomb."""
+    date_order: DateOrder = "auto"
+    """How ambiguous dd/mm vs mm/dd cells are read: by votes (auto) or forced."""
+    delimiter: str | None = None
+    """csv/tsv: the field separator, instead of detecting it."""
+    clarify: bool = False
+    """Record ambiguities (options.clarify, as the builder reads it)."""
+
+    @classmethod
+    def from_mapping(cls, options: Mapping[str, Any]) -> TabularOptions:
+        """Reads the job's options; unknown keys are ignored (other layers may add some)."""
+        values: dict[str, Any] = {"clarify": clarify_enabled(options)}
+        for field in fields(cls):
+            if field.name not in options or field.name == "clarify":
+                continue
+            raw = options[field.name]
+            if field.name in _BOUNDS:
+                values[field.name] = _bounded_int(field.name, raw)
+            elif field.name == "date_order":
+                values[field.name] = _date_order(raw)
+            elif field.name == "delimiter":
+                values[field.name] = _delimiter(raw)
+        return cls(**values)
+
+
+def _bounded_int(name: str, raw: object) -> int:
+    low, high = _BOUNDS[name]
+    if isinstance(raw, bool) or not isinstance(raw, int) or not low <= raw <= high:
+        raise InvalidInput(f"option {name} must be an integer in [{low}, {high}], not {raw!r}")
+    return raw
+
+
+def _date_order(raw: object) -> DateOrder:
+    for choice in get_args(DateOrder):
+        if raw == choice:
+            order: DateOrder = choice
+            return order
+    allowed = ", ".join(get_args(DateOrder))
+    raise InvalidInput(f"option date_order must be one of {allowed}, not {raw!r}")
+
+
+def _delimiter(raw: object) -> str:
+    if isinstance(raw, str) and raw == "\\t":
+        return "\t"  # what a shell user types for a tab
+    if not (isinstance(raw, str) and len(raw) == 1 and raw not in '"\r\n'):
+        raise InvalidInput(
+            f"option delimiter must be one character (not a quote or newline), not {raw!r}"
+        )
+    return raw

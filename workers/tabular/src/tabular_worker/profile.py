@@ -1,0 +1,226 @@
+"""The profile passes: streaming aggregations over a whole table before any row is sent.
+
+They fix what partial 0 must already say about the table — the row count, each column's
+type (inferred from every cell, not a head sample), null and dirty counts, date vote
+totals. Pass 1 counts cheap pattern matches per type for every column and picks the
+types; pass 2 (only when some column got a type other than string) parses the typed
+columns once each, to count the cells that fit the pattern but not the type, and the
+date votes. Both are polars queries run by the streaming engine: memory stays at a batch
+whatever the table's size. Rows whose every field is empty (blank lines, `,,,`) are not
+rows: `kept_rows` drops them when the rows are sent, and they are counted here.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import polars as pl
+
+from .celltypes import (
+    INFERENCE_SHARE,
+    INFERRED_ORDER,
+    PATTERNS,
+    ColumnType,
+    native_type,
+    typed_value,
+)
+from .dates import DateReadings, reading_columns
+from .source import TableSource, positional
+
+__all__ = ["ColumnProfile", "TableProfile", "column_names", "kept_rows", "profile_table"]
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnProfile:
+    """One column as the COLUMN node describes it."""
+
+    index: int
+    name: str
+    type: ColumnType
+    inferred: bool
+    """Typed from its text (csv, tsv, xlsx, String parquet columns), not a native dtype."""
+    null_count: int
+    dirty_count: int
+    type_share: float
+    """Share of non-empty cells that parse as `type` (1.0 for native dtypes)."""
+    day_first_votes: int = 0
+    month_first_votes: int = 0
+    ambiguous_cells: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class TableProfile:
+    """What is known of a table before its rows are sent."""
+
+    columns: list[ColumnProfile]
+    rows: int
+    blank_rows: int
+    ragged_rows: int
+    """Rows with non-empty fields past the header's width (kept, see render.py)."""
+    spare: list[str]
+    """Frame columns past the header (csv/tsv spare fields)."""
+
+
+def column_names(header: Sequence[str]) -> list[str]:
+    """Header fields as unique, non-empty property names: NFC, blanks become column_N,
+    repeats get _2, _3 (deterministic: left to right)."""
+    names: list[str] = []
+    seen: set[str] = set()
+    for index, raw in enumerate(header):
+        base = unicodedata.normalize("NFC", raw.strip()) or f"column_{index + 1}"
+        name, n = base, 1
+        while name in seen:
+            n += 1
+            name = f"{base}_{n}"
+        seen.add(name)
+        names.append(name)
+    return names
+
+
+def _empty(column: str) -> pl.Expr:
+    cell = pl.col(column)
+    return cell.is_null() | (cell.cast(pl.String, strict=False).str.strip_chars() == "")
+
+
+def _blank(names: Sequence[str]) -> pl.Expr:
+    return pl.all_horizontal([_empty(c) for c in names])
+
+
+def kept_rows(frame: pl.LazyFrame, textual: bool) -> pl.LazyFrame:
+    """The frame without blank rows (text sources only: a parquet row is always a row)."""
+    names = frame.collect_schema().names()
+    if not textual or not names:
+        return frame
+    return frame.filter(~_blank(names))
+
+
+def _cell(column: str) -> pl.Expr:
+    return pl.col(column).cast(pl.String).str.strip_chars()
+
+
+def profile_table(source: TableSource, textual: bool) -> TableProfile:
+    """Runs the profile passes over `source`."""
+    names = column_names(source.header)
+    if not names:
+        return TableProfile([], 0, 0, 0, [])
+    schema = source.frame.collect_schema()
+    width = len(names)
+    spare = [c for c in schema.names() if int(c[1:]) >= width]
+    first = _pass_one(source.frame, schema, width, spare, textual)
+    blank = int(first["blank"]) if textual else 0
+    rows = int(first["rows"]) - blank
+    kinds = [_pick_type(positional(i), schema[positional(i)], first) for i in range(width)]
+    second = _pass_two(source.frame, kinds)
+    columns = [
+        _column_profile(index, name, kinds[index], schema[positional(index)], first, second, rows)
+        for index, name in enumerate(names)
+    ]
+    return TableProfile(
+        columns=columns,
+        rows=rows,
+        blank_rows=blank,
+        ragged_rows=int(first.get("ragged", 0) or 0),
+        spare=spare,
+    )
+
+
+def _pass_one(
+    frame: pl.LazyFrame, schema: pl.Schema, width: int, spare: list[str], textual: bool
+) -> dict[str, Any]:
+    aggregates = [pl.len().alias("rows")]
+    if textual:
+        aggregates.append(_blank(schema.names()).sum().alias("blank"))
+    if spare:
+        aggregates.append(pl.any_horizontal([~_empty(c) for c in spare]).sum().alias("ragged"))
+    for index in range(width):
+        column = positional(index)
+        if native_type(schema[column]) is not None:
+            aggregates.append(pl.col(column).is_null().sum().alias(f"{column}:nulls"))
+            if schema[column].is_float():
+                aggregates.append((~pl.col(column).is_finite()).sum().alias(f"{column}:dirty"))
+            continue
+        cell = _cell(column)
+        aggregates.append((cell != "").sum().alias(f"{column}:present"))
+        for kind in INFERRED_ORDER:
+            aggregates.append(
+                cell.str.contains(PATTERNS[kind]).sum().alias(f"{column}:{kind.value}")
+            )
+    return frame.select(aggregates).collect(engine="streaming").row(0, named=True)
+
+
+def _pick_type(column: str, dtype: pl.DataType, first: dict[str, Any]) -> tuple[ColumnType, float]:
+    native = native_type(dtype)
+    if native is not None:
+        return native, 1.0
+    present = int(first[f"{column}:present"] or 0)
+    for kind in INFERRED_ORDER:
+        share = int(first[f"{column}:{kind.value}"] or 0) / present if present else 0.0
+        if present and share >= INFERENCE_SHARE:
+            return kind, round(share, 4)
+    return ColumnType.STRING, 1.0
+
+
+def _pass_two(frame: pl.LazyFrame, kinds: list[tuple[ColumnType, float]]) -> dict[str, Any]:
+    readings: list[pl.Expr] = []
+    aggregates: list[pl.Expr] = []
+    schema = frame.collect_schema()
+    for index, (kind, _) in enumerate(kinds):
+        column = positional(index)
+        if native_type(schema[column]) is not None or kind is ColumnType.STRING:
+            continue
+        if kind is ColumnType.DATE:
+            readings += reading_columns(_cell(column), f"{column}:")
+            r = DateReadings(f"{column}:")
+            aggregates += [
+                r.any_date.sum().alias(f"{column}:valid"),
+                r.votes_day.sum().alias(f"{column}:day"),
+                r.votes_month.sum().alias(f"{column}:month"),
+                r.ambiguous.sum().alias(f"{column}:ambiguous"),
+            ]
+        else:
+            valid = typed_value(_cell(column), kind).is_not_null().sum()
+            aggregates.append(valid.alias(f"{column}:valid"))
+    if not aggregates:
+        return {}
+    query = frame.with_columns(readings) if readings else frame
+    return query.select(aggregates).collect(engine="streaming").row(0, named=True)
+
+
+def _column_profile(
+    index: int,
+    name: str,
+    kind: tuple[ColumnType, float],
+    dtype: pl.DataType,
+    first: dict[str, Any],
+    second: dict[str, Any],
+    rows: int,
+) -> ColumnProfile:
+    column = positional(index)
+
+    def count(stats: dict[str, Any], key: str) -> int:
+        value = stats.get(f"{column}:{key}")
+        return int(value) if isinstance(value, int) else 0
+
+    ctype, share = kind
+    if native_type(dtype) is not None:
+        return ColumnProfile(
+            index, name, ctype, False, count(first, "nulls"), count(first, "dirty"), 1.0
+        )
+    present = count(first, "present")
+    dirty = present - count(second, "valid") if ctype is not ColumnType.STRING else 0
+    dates = ctype is ColumnType.DATE
+    return ColumnProfile(
+        index=index,
+        name=name,
+        type=ctype,
+        inferred=True,
+        null_count=rows - present,
+        dirty_count=dirty,
+        type_share=share,
+        day_first_votes=count(second, "day") if dates else 0,
+        month_first_votes=count(second, "month") if dates else 0,
+        ambiguous_cells=count(second, "ambiguous") if dates else 0,
+    )

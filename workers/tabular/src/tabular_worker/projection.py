@@ -1,0 +1,289 @@
+"""The tabular projection, streamed: TABLE, COLUMN and ROW nodes over partial submissions.
+
+Per table: a profile pass (profile.py) fixes the column types and counts; then the first
+partial that table appears in gets its TABLE node (span: the header line), a COLUMN node
+per column (span: its name in the header line) with HAS_COLUMN edges, and rows follow as
+ROW nodes (span: the row's line) with HAS_ROW edges from the TABLE. A partial closes at
+`chunk_rows` rows or `max_partial_bytes` of text (or before the core's ambiguity cap), and
+the generator receives the node ids the core assigned: rows in later partials point at
+their TABLE by that id. The last partial is sent with `partial: False` and carries the
+job's stats: `rows`, `dirty_counts` per type, and what reading counted on the way.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Generator, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+from workers_common import Candidate, InvalidInput, ValidTime
+
+from .celltypes import ColumnType
+from .dates import DAY_MICROS, effective_column
+from .options import TabularOptions
+from .partial import AmbiguitySpec, Endpoint, PartialBuffer
+from .profile import ColumnProfile, TableProfile, kept_rows, profile_table
+from .rows import DateAmbiguity, PreparedRows, RowPreparer, escape
+from .source import TableSource
+
+__all__ = ["Submission", "project"]
+
+Submission = dict[str, Any]
+
+# The core refuses a submission with more than 10,000 ambiguities; stay well clear.
+_MAX_AMBIGUITIES = 5_000
+
+
+@dataclass(slots=True)
+class _Totals:
+    rows: int = 0
+    tables: int = 0
+    blank_rows: int = 0
+    ragged_rows: int = 0
+    replaced_sequences: int = 0
+    dirty: Counter[str] = field(default_factory=Counter)
+
+    def stats(self) -> dict[str, Any]:
+        return {
+            "rows": self.rows,
+            "tables": self.tables,
+            "dirty_counts": {kind: n for kind, n in sorted(self.dirty.items()) if n},
+            "blank_rows": self.blank_rows,
+            "ragged_rows": self.ragged_rows,
+            "replaced_sequences": self.replaced_sequences,
+        }
+
+
+class _Stream:
+    """The partial being filled and how to close it; holds no rows beyond one partial."""
+
+    def __init__(self, options: TabularOptions) -> None:
+        self.options = options
+        self.buffer = PartialBuffer(base_offset=0)
+        self.table: Endpoint = -1
+        self.totals = _Totals()
+
+    def full(self) -> bool:
+        buffer = self.buffer
+        return (
+            buffer.rows >= self.options.chunk_rows
+            or buffer.byte_length >= self.options.max_partial_bytes
+            or len(buffer.ambiguities) >= _MAX_AMBIGUITIES
+        )
+
+    def flush(self) -> Generator[Submission, list[str], None]:
+        """Sends the buffer as a partial; nodes still needed later become core ids."""
+        sent = self.buffer
+        ids = yield sent.build(clarify=self.options.clarify, stats=None, final=False)
+        if isinstance(self.table, int):
+            if len(ids) != len(sent.nodes):
+                raise InvalidInput(
+                    f"the core returned {len(ids)} node ids for {len(sent.nodes)} nodes"
+                )
+            self.table = ids[self.table]
+        self.buffer = PartialBuffer(base_offset=sent.end_offset)
+
+    def finish(self) -> Submission:
+        return self.buffer.build(
+            clarify=self.options.clarify, stats=self.totals.stats(), final=True
+        )
+
+
+def project(
+    tables: Iterable[TableSource], *, source: str, fmt: str, options: TabularOptions
+) -> Generator[Submission, list[str], None]:
+    """Streams the submissions of a job's tables (see the module docstring)."""
+    stream = _Stream(options)
+    textual = fmt != "parquet"
+    for table in tables:
+        if stream.totals.tables:
+            stream.buffer.add_text("\n", 1)  # a blank line between tables
+        stream.totals.tables += 1
+        for key, value in table.facts.items():
+            if key == "replaced_sequences" and isinstance(value, int):
+                stream.totals.replaced_sequences += value
+        profile = _profile(table, textual, fmt)
+        effective = _start_table(stream, table, profile, source=source, fmt=fmt)
+        names = [c.name for c in profile.columns]
+        preparer = RowPreparer(
+            profile,
+            table.frame.collect_schema() if names else pl.Schema(),
+            effective,
+            options.date_order,
+            extra_key=_free_key("_extra", names),
+        )
+        index = 0
+        for chunk in _chunks(kept_rows(table.frame, textual) if names else None, fmt, options):
+            rows = preparer.prepare(chunk)
+            for at in range(len(rows)):
+                if stream.full():
+                    yield from stream.flush()
+                _add_row(stream, rows, at, index, effective, profile)
+                index += 1
+    yield stream.finish()
+
+
+def _profile(table: TableSource, textual: bool, fmt: str) -> TableProfile:
+    try:
+        return profile_table(table, textual)
+    except pl.exceptions.PolarsError as err:
+        raise InvalidInput(_polars_reason(fmt, err)) from err
+
+
+def _chunks(
+    frame: pl.LazyFrame | None, fmt: str, options: TabularOptions
+) -> Iterator[pl.DataFrame]:
+    if frame is None:
+        return
+    try:
+        for batch in frame.collect_batches(chunk_size=options.chunk_rows):
+            if batch.height:
+                yield batch
+    except pl.exceptions.PolarsError as err:
+        raise InvalidInput(_polars_reason(fmt, err)) from err
+
+
+def _polars_reason(fmt: str, err: Exception) -> str:
+    text = str(err).splitlines()[0] if str(err) else type(err).__name__
+    if "more fields than defined" in text:
+        return (
+            f"{fmt}: inconsistent columns: a record has far more fields than the header "
+            "(more than the spare columns the worker keeps for ragged rows)"
+        )
+    return f"{fmt}: {text}"
+
+
+def _free_key(base: str, taken: list[str]) -> str:
+    key, n = base, 1
+    while key in taken:
+        n += 1
+        key = f"{base}_{n}"
+    return key
+
+
+def _rendered(name: str) -> str:
+    return str(pl.select(escape(pl.lit(name, pl.String)).str.normalize("NFC")).item())
+
+
+def _start_table(
+    stream: _Stream, table: TableSource, profile: TableProfile, *, source: str, fmt: str
+) -> int | None:
+    """Adds the TABLE and COLUMN nodes; returns the effective-date column's index."""
+    columns = profile.columns
+    temporal = [c.type in (ColumnType.DATE, ColumnType.DATETIME) for c in columns]
+    effective = effective_column([c.name for c in columns], temporal)
+    buffer = stream.buffer
+    header_spans: list[tuple[int, int]] = []
+    table_span = None
+    if columns:
+        rendered = [_rendered(c.name) for c in columns]
+        start = buffer.end_offset
+        for position, text in enumerate(rendered):
+            size = len(text.encode("utf-8"))
+            begin, _ = buffer.add_text(text, size)
+            header_spans.append((begin, begin + size))
+            buffer.add_text("\t" if position < len(rendered) - 1 else "\n", 1)
+        table_span = (start, buffer.end_offset - 1, "table_header")
+    properties: dict[str, Any] = {
+        "name": table.sheet if table.sheet is not None else source,
+        "source": source,
+        "format": fmt,
+        "columns": [c.name for c in columns],
+        "column_count": len(columns),
+        "row_count": profile.rows,
+        "blank_rows": profile.blank_rows,
+        "ragged_rows": profile.ragged_rows,
+        **table.facts,
+    }
+    if table.sheet is not None:
+        properties["sheet"] = table.sheet
+    if effective is not None:
+        properties["effective_date_column"] = columns[effective].name
+    stream.table = buffer.add_node(("TABLE",), properties, span=table_span)
+    for column, (begin, end) in zip(columns, header_spans, strict=True):
+        node = buffer.add_node(
+            ("COLUMN",),
+            _column_properties(column, effective),
+            span=(begin, end, "column_header") if end > begin else None,
+        )
+        buffer.add_edge("HAS_COLUMN", stream.table, node, {"index": column.index})
+    totals = stream.totals
+    totals.rows += profile.rows
+    totals.blank_rows += profile.blank_rows
+    totals.ragged_rows += profile.ragged_rows
+    for column in columns:
+        totals.dirty[column.type.value] += column.dirty_count
+    return effective
+
+
+def _column_properties(column: ColumnProfile, effective: int | None) -> dict[str, Any]:
+    properties: dict[str, Any] = {
+        "name": column.name,
+        "index": column.index,
+        "type": column.type.value,
+        "null_count": column.null_count,
+        "dirty_count": column.dirty_count,
+        "inferred": column.inferred,
+    }
+    if column.inferred and column.type is not ColumnType.STRING:
+        properties["type_share"] = column.type_share
+    if column.type is ColumnType.DATE and column.inferred:
+        day, month = column.day_first_votes, column.month_first_votes
+        properties.update(
+            day_first_votes=day,
+            month_first_votes=month,
+            ambiguous_cells=column.ambiguous_cells,
+            date_order="day-first"
+            if day > month
+            else "month-first"
+            if month > day
+            else "undecided",
+        )
+    if column.index == effective:
+        properties["effective_date"] = True
+    return properties
+
+
+def _iso(day: int) -> str:
+    return str(pl.select(pl.lit(day).cast(pl.Date).dt.to_string("%Y-%m-%d")).item())
+
+
+def _add_row(
+    stream: _Stream,
+    rows: PreparedRows,
+    at: int,
+    index: int,
+    effective: int | None,
+    profile: TableProfile,
+) -> None:
+    buffer = stream.buffer
+    start, end = buffer.add_text(rows.lines[at], rows.sizes[at])
+    buffer.add_text("\n", 1)
+    valid_from = rows.valid_from[at]
+    valid_time = None if valid_from is None else ValidTime(valid_from, rows.valid_to[at])
+    node = buffer.add_node(
+        ("ROW",), rows.properties[at], span=(start, end, "row"), valid_time=valid_time
+    )
+    buffer.add_edge("HAS_ROW", stream.table, node, {"index": index})
+    buffer.rows += 1
+    ambiguity = rows.ambiguities[at]
+    if ambiguity is not None and stream.options.clarify and effective is not None:
+        buffer.ambiguities.append(_ambiguity_spec(node, ambiguity, profile.columns[effective]))
+
+
+def _ambiguity_spec(node: int, ambiguity: DateAmbiguity, column: ColumnProfile) -> AmbiguitySpec:
+    applied = "day-first" if ambiguity.day_first else "month-first"
+    other = "month-first" if ambiguity.day_first else "day-first"
+    candidates = tuple(
+        Candidate(f"{_iso(day)} ({order})", day * DAY_MICROS, (day + 1) * DAY_MICROS)
+        for day, order in ((ambiguity.applied_day, applied), (ambiguity.other_day, other))
+    )
+    return AmbiguitySpec(
+        node=node,
+        candidates=candidates,
+        detector_confidence=column.type_share,
+        applied_confidence=ambiguity.confidence,
+    )

@@ -1,0 +1,285 @@
+"""csv/tsv bytes to a UTF-8 file polars can read: binary refusal, encoding, line guard, delimiter.
+
+Polars reads UTF-8 only, so the source is checked in one streaming pass (1 MiB at a time,
+memory flat whatever the size) and rewritten only when it must be: another encoding, a
+byte-order mark of UTF-16/32, invalid UTF-8 (each bad sequence becomes U+FFFD and is
+counted), or old Mac CR-only line endings. The same pass enforces `max_line_bytes`: a
+physical line longer than that is refused as too_large before polars would have to hold
+it in memory. (A record whose *quoted* field spans many short lines is not caught here;
+its size is bounded by the file and the pool's memory limit, which fails it as `oom`.)
+
+The delimiter is chosen from the decoded head of the file: among `, \\t ; |` the one that
+splits the first records into the most consistent number of fields.
+"""
+
+from __future__ import annotations
+
+import codecs
+import csv
+import io
+import re
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from charset_normalizer import from_bytes
+
+from workers_common import InvalidInput, TooLarge
+
+__all__ = ["TextFile", "prepare_text"]
+
+_CHUNK = 1 << 20
+_SAMPLE = 1 << 20
+_SNIFF_RECORDS = 200
+_DELIMITERS = (",", "\t", ";", "|")
+
+# Magic numbers of formats people save with a .csv name by mistake: say what it is.
+_MAGIC: tuple[tuple[bytes, str], ...] = (
+    (b"PK\x03\x04", "a zip archive (an xlsx workbook?)"),
+    (b"PAR1", "a parquet file"),
+    (
+        b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1",
+        "an OLE compound file (a legacy .xls or an encrypted xlsx)",
+    ),
+    (b"%PDF-", "a PDF document"),
+    (b"\x1f\x8b", "gzip-compressed data"),
+    (b"\x89PNG", "a PNG image"),
+    (b"\x7fELF", "an executable"),
+)
+_BOMS: tuple[tuple[bytes, str], ...] = (
+    # Longest first: the UTF-32 LE mark begins with the UTF-16 LE one.
+    (b"\xff\xfe\x00\x00", "utf-32-le"),
+    (b"\x00\x00\xfe\xff", "utf-32-be"),
+    (b"\xef\xbb\xbf", "utf-8-sig"),
+    (b"\xff\xfe", "utf-16-le"),
+    (b"\xfe\xff", "utf-16-be"),
+)
+# Text has few control characters besides tab, LF, CR and form feed; binary data has many.
+_CONTROL = re.compile("[\x00-\x08\x0b\x0e-\x1f]")
+_MAX_CONTROL_SHARE = 0.01
+_PREFERRED_ENCODINGS = ("cp1252", "latin_1", "iso8859_15")
+_CHAOS_SLACK = 0.05
+
+# Invalid byte sequences are replaced with U+FFFD, one per sequence as errors="replace"
+# does, and counted. Codec error handlers are registered globally by name, so the count
+# lives in a thread-local that prepare_text resets.
+_ERRORS = "telha-tabular-replace"
+_replaced = threading.local()
+
+
+def _count_and_replace(err: UnicodeError) -> tuple[str, int]:
+    if not isinstance(err, UnicodeDecodeError):
+        raise err
+    _replaced.count = getattr(_replaced, "count", 0) + 1
+    return ("\ufffd", err.end)
+
+
+codecs.register_error(_ERRORS, _count_and_replace)
+
+
+@dataclass(frozen=True, slots=True)
+class TextFile:
+    """A csv/tsv source ready for polars."""
+
+    path: Path
+    """UTF-8 text (the source itself when it already was)."""
+    encoding: str
+    """What the source was decoded from: utf-8, utf-8-sig, utf-16-le, cp1252, …"""
+    replaced: int
+    """Invalid byte sequences replaced with U+FFFD."""
+    delimiter: str
+    width: int
+    """The widest record among the first ones (at least the header's field count)."""
+    header_width: int
+    """Fields in the first record; 0 for a file without any (empty, blank)."""
+
+
+def prepare_text(
+    source: Path, fmt: str, workdir: Path, *, max_line_bytes: int, delimiter: str | None = None
+) -> TextFile:
+    """Checks and, when needed, rewrites `source` as UTF-8 under `workdir`."""
+    with source.open("rb") as handle:
+        head = handle.read(_SAMPLE)
+    _refuse_binary_magic(head, fmt)
+    encoding = _detect_encoding(head)
+    cr_only = b"\r" in head and b"\n" not in head
+    rewrite = cr_only or encoding not in ("utf-8", "utf-8-sig")
+    if not rewrite:
+        # Already what polars wants (it drops a UTF-8 BOM itself), unless a bad sequence
+        # turns up somewhere: then rewrite after all, with replacements.
+        rewrite = not _valid_utf8(source, max_line_bytes)
+    target, replaced = source, 0
+    if rewrite:
+        target = workdir / "source.utf8"
+        replaced = _transcode(
+            source, target, encoding, cr_only=cr_only, max_line_bytes=max_line_bytes
+        )
+    sample = _decoded_head(target)
+    _refuse_binary_text(sample, fmt)
+    chosen = delimiter or ("\t" if fmt == "tsv" else _sniff_delimiter(sample))
+    widths = _field_counts(sample, chosen)
+    return TextFile(
+        path=target,
+        encoding=encoding,
+        replaced=replaced,
+        delimiter=chosen,
+        width=max(widths, default=0),
+        header_width=widths[0] if widths else 0,
+    )
+
+
+# -- bytes -----------------------------------------------------------------------------------
+
+
+def _chunks(path: Path) -> Iterator[bytes]:
+    with path.open("rb") as handle:
+        while chunk := handle.read(_CHUNK):
+            yield chunk
+
+
+def _refuse_binary_magic(head: bytes, fmt: str) -> None:
+    for magic, what in _MAGIC:
+        if head.startswith(magic):
+            raise InvalidInput(f"content is {what}, not {fmt} text")
+
+
+def _detect_encoding(head: bytes) -> str:
+    for bom, name in _BOMS:
+        if head.startswith(bom):
+            return name
+    text = head.decode("utf-8", errors="replace")
+    # A sample cut inside a character ends in a replacement that is no error.
+    bad = text.rstrip("\ufffd").count("\ufffd") - head.count(b"\xef\xbf\xbd")
+    # Bytes beyond one per character: at least one per valid multi-byte character (each
+    # U+FFFD counts two, so discount the bad sequences), counted in C, not per character.
+    multibyte = len(text.encode("utf-8")) - len(text) - 2 * text.count("\ufffd")
+    # Valid multi-byte characters outnumbering bad sequences: UTF-8 with some damage, kept
+    # as UTF-8 (and the damage counted). Otherwise a legacy single-byte encoding, or
+    # UTF-16 without a BOM, as charset-normalizer guesses it.
+    if bad <= 0 or multibyte > bad:
+        return "utf-8"
+    matches = list(from_bytes(head))
+    if not matches:
+        raise InvalidInput("content is binary data, not text in any known encoding")
+    best = matches[0]
+    # Short samples decode about as cleanly in several code pages (ã is ă in cp1250):
+    # prefer the Western European ones spreadsheets are most often exported in when they
+    # do nearly as well as the best guess.
+    for preferred in _PREFERRED_ENCODINGS:
+        for match in matches:
+            if match.encoding == preferred and match.chaos <= best.chaos + _CHAOS_SLACK:
+                return preferred
+    return str(best.encoding)
+
+
+def _valid_utf8(path: Path, max_line_bytes: int) -> bool:
+    decoder = codecs.getincrementaldecoder("utf-8")("strict")
+    guard = _LineGuard(max_line_bytes)
+    try:
+        for chunk in _chunks(path):
+            guard.feed(chunk)
+            decoder.decode(chunk)
+        decoder.decode(b"", final=True)
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _transcode(
+    source: Path, target: Path, encoding: str, *, cr_only: bool, max_line_bytes: int
+) -> int:
+    decoder = codecs.getincrementaldecoder(encoding)(_ERRORS)
+    guard = _LineGuard(max_line_bytes)
+    _replaced.count = 0
+    with target.open("wb") as out:
+        for chunk in [*_chunks(source), b""]:
+            text = decoder.decode(chunk, final=not chunk)
+            if cr_only:
+                text = text.replace("\r", "\n")
+            data = text.encode("utf-8")
+            guard.feed(data)
+            out.write(data)
+    replaced: int = _replaced.count
+    return replaced
+
+
+class _LineGuard:
+    """Fails as too_large when a physical line (bytes between LFs) passes `limit` bytes."""
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._run = 0  # bytes since the last LF, carried across chunks
+        self._offset = 0
+
+    def feed(self, chunk: bytes) -> None:
+        first = chunk.find(b"\n")
+        if first < 0:
+            self._run += len(chunk)
+        else:
+            self._check(self._run + first)
+            if len(chunk) > self._limit:  # a whole line can fit inside this chunk
+                for line in chunk[first + 1 :].split(b"\n")[:-1]:
+                    self._check(len(line))
+            self._run = len(chunk) - chunk.rfind(b"\n") - 1
+        self._offset += len(chunk)
+        self._check(self._run)
+
+    def _check(self, length: int) -> None:
+        if length > self._limit:
+            raise TooLarge(
+                f"a line of more than {self._limit} bytes (max_line_bytes) ends by byte "
+                f"{self._offset + length}; lines that long are refused before parsing"
+            )
+
+
+# -- text ------------------------------------------------------------------------------------
+
+
+def _decoded_head(path: Path) -> str:
+    with path.open("rb") as handle:
+        head = handle.read(_SAMPLE + 1)
+    complete = len(head) <= _SAMPLE
+    text = head[:_SAMPLE].decode("utf-8", errors="replace").removeprefix("\ufeff")
+    if not complete and "\n" in text:
+        text = text[: text.rindex("\n") + 1]  # whole lines only
+    return text
+
+
+def _refuse_binary_text(sample: str, fmt: str) -> None:
+    if not sample:
+        return
+    controls = len(_CONTROL.findall(sample))
+    if "\x00" in sample or controls / len(sample) > _MAX_CONTROL_SHARE:
+        raise InvalidInput(
+            f"content is binary data, not {fmt} text ({controls} control characters in "
+            f"the first {len(sample)})"
+        )
+
+
+def _field_counts(sample: str, delimiter: str) -> list[int]:
+    counts: list[int] = []
+    try:
+        for record in csv.reader(io.StringIO(sample, newline=""), delimiter=delimiter):
+            if record:  # blank lines are no records
+                counts.append(len(record))
+            if len(counts) >= _SNIFF_RECORDS:
+                break
+    except csv.Error:
+        pass  # a malformed tail of the sample: judge on what parsed
+    return counts
+
+
+def _sniff_delimiter(sample: str) -> str:
+    best, best_score = ",", (0.0, 0)
+    for candidate in _DELIMITERS:
+        counts = _field_counts(sample, candidate)
+        if not counts:
+            continue
+        mode = max(set(counts), key=lambda n: (counts.count(n), n))
+        if mode < 2:
+            continue
+        score = (counts.count(mode) / len(counts), mode)
+        if score > best_score:  # ties keep the earlier candidate: deterministic
+            best, best_score = candidate, score
+    return best

@@ -1,0 +1,153 @@
+"""Unit tests of the tabular worker's parts: rendering, names, dates, sniffing, guards;
+and a property test over arbitrary small tables."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tabular_worker.dates import VoteCarry, effective_column
+from tabular_worker.profile import column_names
+from tabular_worker.rows import escape
+from tabular_worker.sniff import _LineGuard, _sniff_delimiter
+from workers_common import TooLarge
+from workers_common.conformance import check_submissions, run_handler
+
+
+@pytest.mark.parametrize(
+    ("cell", "rendered"),
+    [
+        ("plain", "plain"),
+        ("a\tb", "a\\tb"),
+        ("C:\\x", "C:\\\\x"),
+        ("one\r\ntwo\rthree\nfour", "one\\ntwo\\nthree\\nfour"),
+        ("\\n literally", "\\\\n literally"),
+        (None, ""),
+    ],
+)
+def test_escape(cell: str | None, rendered: str) -> None:
+    assert pl.select(escape(pl.lit(cell, pl.String))).item() == rendered
+
+
+def test_column_names_are_unique_and_never_empty() -> None:
+    assert column_names(["a", " ", "a", "a_2", "Cafe\u0301"]) == [
+        "a",
+        "column_2",
+        "a_2",
+        "a_2_2",
+        "Caf\u00e9",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("names", "expected"),
+    [
+        (["id", "Effective Date", "date"], 1),
+        (["date", "valid_from"], 1),
+        (["created date", "due date", "trade date"], 2),
+        (["effectiveDate", "x"], 0),
+        (["end date", "birth date"], None),
+        (["day", "asOf"], 1),
+        (["when"], None),
+    ],
+)
+def test_effective_date_heuristic(names: list[str], expected: int | None) -> None:
+    assert effective_column(names, [True] * len(names)) == expected
+
+
+def test_effective_date_only_among_date_columns() -> None:
+    assert effective_column(["date", "effective"], [False, True]) == 1
+    assert effective_column(["date"], [False]) is None
+
+
+def test_votes_count_only_cells_before() -> None:
+    """The first ambiguous cell sees no votes; a cell never votes for itself; the carry
+    goes on into the next chunk."""
+    carry = VoteCarry()
+    chunk = pl.DataFrame({"c": ["03/04/2026", "25/04/2026", "03/04/2026"]})
+    out = carry.applied(chunk, "c", "auto")
+    assert out["date"].cast(pl.String).to_list() == ["2026-03-04", "2026-04-25", "2026-04-03"]
+    assert out["confidence"].to_list() == [0.5, None, pytest.approx(2 / 3)]
+    assert (carry.day, carry.month) == (1, 0)
+    again = carry.applied(pl.DataFrame({"c": ["04/03/2026"]}), "c", "auto")
+    assert again["date"].cast(pl.String).to_list() == ["2026-03-04"]
+
+
+@pytest.mark.parametrize(
+    ("sample", "delimiter"),
+    [
+        ("a,b,c\n1,2,3\n", ","),
+        ("a;b;c\n1;2,5;3\n", ";"),
+        ("a\tb\n1\t2\n", "\t"),
+        ("a|b\n1|2\n", "|"),
+        ("single\ncolumn\n", ","),
+        ('"x;y",z\n"1;2",3\n', ","),
+    ],
+)
+def test_sniff_delimiter(sample: str, delimiter: str) -> None:
+    assert _sniff_delimiter(sample) == delimiter
+
+
+def test_line_guard_counts_across_chunks() -> None:
+    guard = _LineGuard(10)
+    guard.feed(b"12345")
+    guard.feed(b"678\n1234567890\n")
+    with pytest.raises(TooLarge, match="max_line_bytes"):
+        guard.feed(b"12345678901")
+
+
+_cells = st.text(
+    st.characters(exclude_categories=["Cs", "Cc"]) | st.sampled_from(["\t", "\n", "\\", '"']),
+    max_size=8,
+)
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    st.integers(1, 4).flatmap(
+        lambda width: st.lists(st.lists(_cells, min_size=width, max_size=width), max_size=8)
+    ),
+    st.integers(1, 4),
+)
+def test_any_table_projects_with_a_line_per_row(
+    tmp_path: Path, table: list[list[str]], chunk_rows: int
+) -> None:
+    """Whatever the cells, a row is one line, spans cut it exactly, and string cells come
+    back as the source wrote them (csv module in, our projection out)."""
+    width = len(table[0]) if table else 1
+    header = [f"h{i}" for i in range(width)]
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="\n").writerows([header, *table])
+    path = tmp_path / "t.csv"
+    path.write_text(buffer.getvalue(), encoding="utf-8")
+    subs = run_handler(
+        "tabular_worker:handle",
+        path,
+        format="csv",
+        options={"chunk_rows": chunk_rows, "delimiter": ","},
+    )
+    check_submissions(subs)
+    bodies = [json.loads(raw) for raw in subs]
+    text = "".join(b["canonicalText"] for b in bodies).encode()
+    rows = [n for b in bodies for n in b["nodes"] if n["labels"] == ["ROW"]]
+    spans = [s for b in bodies for s in b["spans"] if s["kind"] == "row"]
+    kept = [r for r in table if any(c.strip() for c in r)]
+    assert len(rows) == len(spans) == len(kept)
+    for span in spans:
+        assert b"\n" not in text[span["start"] : span["end"]]
+        assert text[span["end"] : span["end"] + 1] == b"\n"
+    columns = [n for b in bodies for n in b["nodes"] if n["labels"] == ["COLUMN"]]
+    strings = {c["properties"]["name"] for c in columns if c["properties"]["type"] == "string"}
+    for row, source in zip(rows, kept, strict=True):
+        for name, cell in zip(header, source, strict=True):
+            if name in strings and cell.strip():
+                assert row["properties"][name] == cell
