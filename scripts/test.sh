@@ -7,5 +7,5 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 workers/setup-venv.sh
 cargo build --locked --all-targets
-cargo test --locked
+cargo test --locked --no-fail-fast
 TELHA_BIN="$root/target/debug/telha" TELHA_E2E_REQUIRED=1 workers/run-tests.sh
