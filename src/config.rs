@@ -131,44 +131,8 @@ impl Default for StoreConfig {
 }
 
 /// `[graph]`: per-submission caps on what a worker may send (a submission over a cap
-/// fails its attempt as `protocol`).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct GraphConfig {
-    pub max_text_bytes: usize,
-    pub max_spans: usize,
-    pub max_nodes: usize,
-    pub max_relationships: usize,
-    pub max_child_jobs: usize,
-    pub max_ambiguities: usize,
-}
-
-impl Default for GraphConfig {
-    fn default() -> Self {
-        let c = crate::graph::validate::Caps::default();
-        Self {
-            max_text_bytes: c.max_text_bytes,
-            max_spans: c.max_spans,
-            max_nodes: c.max_nodes,
-            max_relationships: c.max_relationships,
-            max_child_jobs: c.max_child_jobs,
-            max_ambiguities: c.max_ambiguities,
-        }
-    }
-}
-
-impl GraphConfig {
-    pub fn caps(&self) -> crate::graph::validate::Caps {
-        crate::graph::validate::Caps {
-            max_text_bytes: self.max_text_bytes,
-            max_spans: self.max_spans,
-            max_nodes: self.max_nodes,
-            max_relationships: self.max_relationships,
-            max_child_jobs: self.max_child_jobs,
-            max_ambiguities: self.max_ambiguities,
-        }
-    }
-}
+/// fails its attempt as `protocol`). The validator's own limits type, read as is.
+pub type GraphConfig = crate::graph::validate::Caps;
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -456,7 +420,7 @@ mod tests {
 
     #[test]
     fn graph_caps_parse_strictly() {
-        assert_eq!(Config::defaults().graph.caps(), crate::graph::validate::Caps::default());
+        assert_eq!(Config::defaults().graph, crate::graph::validate::Caps::default());
         let c = parse("[graph]\nmax_nodes = 10\nmax_text_bytes = 4096\n").unwrap();
         assert_eq!((c.graph.max_nodes, c.graph.max_text_bytes, c.graph.max_spans), (10, 4096, Config::defaults().graph.max_spans));
         let msg = parse("[graph]\nmax_nodes = 0\n").unwrap_err().to_string();

@@ -10,7 +10,8 @@ use serde_json::Value;
 use super::wire::{Interval, Submission, WireError};
 
 /// Per-submission limits, from `[graph]` in supervisor.toml.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+#[serde(deny_unknown_fields, default)]
 pub struct Caps {
     pub max_text_bytes: usize,
     pub max_spans: usize,

@@ -195,7 +195,7 @@ fn check(core: &Core, job: u64, attempt: u64, bytes: Vec<u8>) -> Result<Result<S
         Err(e) => return Ok(Err(e)),
     };
     let base = base_offset(&core.store.read().map_err(store_status)?, job, attempt, sub.seq).map_err(store_status)?;
-    let checked = match validate(&sub, base, &core.config().graph.caps(), &core.config().known_formats()) {
+    let checked = match validate(&sub, base, &core.config().graph, &core.config().known_formats()) {
         Ok(c) => c,
         Err(e) => return Ok(Err(e)),
     };
