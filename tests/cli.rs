@@ -115,3 +115,13 @@ async fn token_file_is_private() {
     assert_eq!(mode & 0o777, 0o600);
     assert_eq!(s.token.len(), 64);
 }
+
+/// Two processes on one data dir: the second is refused with a message that says so.
+#[tokio::test]
+async fn a_data_dir_in_use_is_refused_clearly() {
+    let s = Server::start(None);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_telha")).args(["--config", path_str(&s.config), "serve"]).output().unwrap();
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains("is in use by another telha process"), "{err}");
+}

@@ -34,6 +34,8 @@ pub enum StoreError {
     Io(#[from] std::io::Error),
     #[error("stored record is corrupt: {0}")]
     Corrupt(String),
+    #[error("the data dir {0} is in use by another telha process (a running `telha serve`?); stop it or use another data_dir")]
+    InUse(PathBuf),
     #[error("the batch this change was part of was not committed: {0}")]
     BatchAborted(String),
     #[error("the store writer dropped the change (see the log)")]
@@ -81,7 +83,11 @@ impl Store {
     /// it however much is staged or committed (`[store] cache_mb`).
     pub fn open_with_cache(data_dir: &Path, max_batch: usize, cache_bytes: usize) -> Result<Self, StoreError> {
         std::fs::create_dir_all(data_dir)?;
-        let db = Arc::new(redb::Builder::new().set_cache_size(cache_bytes).create(data_dir.join("telha.redb"))?);
+        let db = match redb::Builder::new().set_cache_size(cache_bytes).create(data_dir.join("telha.redb")) {
+            Ok(db) => Arc::new(db),
+            Err(redb::DatabaseError::DatabaseAlreadyOpen) => return Err(StoreError::InUse(data_dir.to_path_buf())),
+            Err(e) => return Err(e.into()),
+        };
         {
             // Create every table up front so read transactions never meet a missing one.
             let txn = db.begin_write()?;
