@@ -106,3 +106,39 @@ fn run_refuses_formats_without_a_pool() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("no pool") && err.contains("\"csv\""), "{err}");
 }
+
+/// Determinism seen from outside: the samples give the same submission hashes with
+/// workers under different hash seeds, time zones and locales (set through each
+/// pool's `env`; the supervisor gives workers a clean environment otherwise).
+#[test]
+fn samples_hash_the_same_across_hash_seeds_time_zones_and_locales() {
+    let samples = concat!(env!("CARGO_MANIFEST_DIR"), "/samples");
+    let mut runs = Vec::new();
+    for (seed, tz, locale) in [("1", "UTC", "C.UTF-8"), ("4242", "Asia/Kolkata", "C"), ("random", "America/St_Johns", "POSIX")] {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = repo_config(dir.path());
+        let mut doc: toml::Table = std::fs::read_to_string(&cfg).unwrap().parse().unwrap();
+        for (_, pool) in doc["pools"].as_table_mut().unwrap().iter_mut() {
+            let env = pool.as_table_mut().unwrap().entry("env").or_insert_with(|| toml::Value::Table(toml::Table::new()));
+            let env = env.as_table_mut().unwrap();
+            env.insert("PYTHONHASHSEED".into(), seed.into());
+            env.insert("TZ".into(), tz.into());
+            env.insert("LC_ALL".into(), locale.into());
+        }
+        std::fs::write(&cfg, toml::to_string(&doc).unwrap()).unwrap();
+        let out = telha(&["--config", cfg.to_str().unwrap(), "run", "--json", samples]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let mut hashes: Vec<(String, String)> = doc["jobs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|j| (j["name"].as_str().unwrap().to_string(), j["submission_hash"].as_str().unwrap().to_string()))
+            .collect();
+        hashes.sort();
+        runs.push(hashes);
+    }
+    assert!(runs[0].len() >= std::fs::read_dir(samples).unwrap().count());
+    assert_eq!(runs[0], runs[1]);
+    assert_eq!(runs[0], runs[2]);
+}
