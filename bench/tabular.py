@@ -79,6 +79,8 @@ class Sampler:
     worker_anon_peak: int = 0
     """Anonymous memory only: polars maps the csv file, and the pages it has read count
     in VmRSS as file-backed (clean, reclaimable) memory that grows with the file."""
+    worker_vm_peak: int = 0
+    """Address space (VmPeak): what RLIMIT_AS, the pool's memory_mb, has to cover."""
     worker_series: list[tuple[float, int, int]] = field(default_factory=list)
     _stop: threading.Event = field(default_factory=threading.Event)
 
@@ -91,6 +93,8 @@ class Sampler:
             anon = sum(rss_kib(pid, "RssAnon") for pid in pids)
             self.worker_peak = max(self.worker_peak, workers)
             self.worker_anon_peak = max(self.worker_anon_peak, anon)
+            vm = max((rss_kib(pid, "VmPeak") for pid in pids), default=0)
+            self.worker_vm_peak = max(self.worker_vm_peak, vm)
             self.worker_series.append((time.monotonic() - start, workers, anon))
             self._stop.wait(0.05)
 
@@ -183,7 +187,8 @@ def one(rows: int, chunk_rows: int, memory_mb: int, keep: Path | None) -> None:
         print(
             f"  peak RSS: core {sampler.core_peak / 1024:.0f} MB, "
             f"worker {sampler.worker_peak / 1024:.0f} MB "
-            f"(of which anonymous {sampler.worker_anon_peak / 1024:.0f} MB)"
+            f"(of which anonymous {sampler.worker_anon_peak / 1024:.0f} MB); "
+            f"worker address space peak {sampler.worker_vm_peak / 1024:.0f} MB"
         )
         series = sampler.worker_series
         if series:
