@@ -10,7 +10,8 @@ column, booleans), then times, in the same run:
   sampled from /proc every 50 ms, with the worker's RSS at each quarter of the run to
   show it flat;
 - polars' bare `read_csv` of the same file (in a fresh interpreter), and the ratio.
-Prints plain figures; the binary is target/debug/telha (or TELHA_BIN).
+The worker runs under the shipped pool's memory_mb (RLIMIT_AS) unless --memory-mb says
+otherwise. Prints plain figures; the binary is target/debug/telha (or TELHA_BIN).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import sys
 import tempfile
 import threading
 import time
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -77,6 +79,8 @@ class Sampler:
     worker_anon_peak: int = 0
     """Anonymous memory only: polars maps the csv file, and the pages it has read count
     in VmRSS as file-backed (clean, reclaimable) memory that grows with the file."""
+    worker_vm_peak: int = 0
+    """Address space (VmPeak): what RLIMIT_AS, the pool's memory_mb, has to cover."""
     worker_series: list[tuple[float, int, int]] = field(default_factory=list)
     _stop: threading.Event = field(default_factory=threading.Event)
 
@@ -89,6 +93,8 @@ class Sampler:
             anon = sum(rss_kib(pid, "RssAnon") for pid in pids)
             self.worker_peak = max(self.worker_peak, workers)
             self.worker_anon_peak = max(self.worker_anon_peak, anon)
+            vm = max((rss_kib(pid, "VmPeak") for pid in pids), default=0)
+            self.worker_vm_peak = max(self.worker_vm_peak, vm)
             self.worker_series.append((time.monotonic() - start, workers, anon))
             self._stop.wait(0.05)
 
@@ -96,7 +102,13 @@ class Sampler:
         self._stop.set()
 
 
-def config(root: Path, chunk_rows: int) -> Path:
+def shipped_memory_mb() -> int:
+    """The `[pools.tabular.limits]` memory_mb of the repo's supervisor.toml."""
+    with (ROOT / "supervisor.toml").open("rb") as handle:
+        return int(tomllib.load(handle)["pools"]["tabular"]["limits"]["memory_mb"])
+
+
+def config(root: Path, chunk_rows: int, memory_mb: int) -> Path:
     path = root / "supervisor.toml"
     path.write_text(
         "[server]\n"
@@ -108,7 +120,7 @@ def config(root: Path, chunk_rows: int) -> Path:
         f'command = ["{PYTHON}", "-m", "tabular_worker"]\n'
         "job_timeout_secs = 3600\n"
         "[pools.tabular.limits]\n"
-        "memory_mb = 8192\n"
+        f"memory_mb = {memory_mb}\n"
         "cpu_secs = 3600\n"
         "open_files = 256\n"
     )
@@ -126,7 +138,7 @@ def bare_read_csv(path: Path) -> float:
     return float(done.stdout)
 
 
-def one(rows: int, chunk_rows: int, keep: Path | None) -> None:
+def one(rows: int, chunk_rows: int, memory_mb: int, keep: Path | None) -> None:
     with tempfile.TemporaryDirectory(prefix="bench-tabular-") as tmp:
         root = keep or Path(tmp)
         root.mkdir(parents=True, exist_ok=True)
@@ -140,7 +152,7 @@ def one(rows: int, chunk_rows: int, keep: Path | None) -> None:
         args = [
             str(TELHA),
             "--config",
-            str(config(root, chunk_rows)),
+            str(config(root, chunk_rows, memory_mb)),
             "run",
             "--json",
             "--option",
@@ -175,7 +187,8 @@ def one(rows: int, chunk_rows: int, keep: Path | None) -> None:
         print(
             f"  peak RSS: core {sampler.core_peak / 1024:.0f} MB, "
             f"worker {sampler.worker_peak / 1024:.0f} MB "
-            f"(of which anonymous {sampler.worker_anon_peak / 1024:.0f} MB)"
+            f"(of which anonymous {sampler.worker_anon_peak / 1024:.0f} MB); "
+            f"worker address space peak {sampler.worker_vm_peak / 1024:.0f} MB"
         )
         series = sampler.worker_series
         if series:
@@ -192,13 +205,21 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, nargs="+", default=[1_000_000])
     parser.add_argument("--chunk-rows", type=int, default=10_000)
+    parser.add_argument(
+        "--memory-mb",
+        type=int,
+        default=None,
+        help="the worker's RLIMIT_AS (default: supervisor.toml's [pools.tabular.limits])",
+    )
     parser.add_argument("--keep", type=Path, help="write the files here and keep them")
     args = parser.parse_args()
     if not TELHA.exists():
         print(f"no {TELHA}: run cargo build first", file=sys.stderr)
         return 1
+    memory_mb = args.memory_mb or shipped_memory_mb()
+    print(f"worker memory_mb (RLIMIT_AS) = {memory_mb}")
     for rows in args.rows:
-        one(rows, args.chunk_rows, args.keep)
+        one(rows, args.chunk_rows, memory_mb, args.keep)
     return 0
 
 

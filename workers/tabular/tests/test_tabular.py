@@ -52,6 +52,23 @@ def test_golden(name: str, tmp_path: Path, golden: GoldenDir) -> None:
     golden.check(name, subs)
 
 
+@pytest.mark.parametrize("name", sorted(n for n, f in CORPUS.items() if f.format in ("csv", "tsv")))
+@pytest.mark.parametrize("block_bytes", [1, 7, 64, 1000])
+def test_golden_whatever_the_block_size(
+    name: str, block_bytes: int, tmp_path: Path, golden: GoldenDir
+) -> None:
+    """csv/tsv read in blocks cut at records: the block size changes nothing sent."""
+    fixture = CORPUS[name]
+    subs = run_handler(
+        handle,
+        _write(tmp_path, fixture),
+        format=fixture.format,
+        name=fixture.filename,
+        options={**fixture.options, "block_bytes": block_bytes},
+    )
+    golden.check(name, subs)
+
+
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("name", sorted(CORPUS))
 def test_deterministic_across_processes(name: str, tmp_path: Path) -> None:
@@ -105,6 +122,13 @@ def test_long_line_guard_catches_a_line_across_read_chunks(tmp_path: Path) -> No
     data = b"a,b\n" + b"y" * (3 << 20) + b",1\n"
     with pytest.raises(TooLarge, match="max_line_bytes"):
         _run(tmp_path, Fixture("big.csv", data, {"max_line_bytes": 2 << 20}))
+
+
+def test_a_quoted_record_over_the_cap_is_too_large(tmp_path: Path) -> None:
+    """Many short lines inside one quoted field: past max_line_bytes as a record."""
+    data = b'a,b\n1,"' + b"short line\n" * 1000 + b'"\n'
+    with pytest.raises(TooLarge, match="max_line_bytes"):
+        _run(tmp_path, Fixture("quoted.csv", data, {"max_line_bytes": 4096, "block_bytes": 1024}))
 
 
 def test_multi_partial_rows_all_point_at_the_table_id(tmp_path: Path) -> None:

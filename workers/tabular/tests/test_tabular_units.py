@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tabular_worker.blocks import last_boundary, record_runs
 from tabular_worker.dates import VoteCarry, effective_column
 from tabular_worker.profile import column_names
 from tabular_worker.rows import escape
@@ -103,6 +104,67 @@ def test_line_guard_counts_across_chunks() -> None:
         guard.feed(b"12345678901")
 
 
+@pytest.mark.parametrize(
+    ("data", "cut"),
+    [
+        (b"a,b\n1,2\n", 8),
+        (b"a,b\n1,2", 4),
+        (b"a,b", -1),
+        (b'a,"x\ny"\n1,', 8),
+        (b'a,"x\ny', -1),
+        (b'1,"x\n"', -1),
+        (b'a,"say ""hi""\n"\nb', 16),
+        (b'a,"x""\n""y"\n', 12),
+        (b'a,""\nb', 5),
+        (b'a\r\n"x\r\n', 3),
+        (b"\n", 1),
+        (b"", -1),
+    ],
+)
+def test_last_boundary_is_the_last_lf_outside_quotes(data: bytes, cut: int) -> None:
+    assert last_boundary(data) == cut
+
+
+def _runs(tmp_path: Path, data: bytes, block: int, limit: int = 1 << 20) -> list[bytes]:
+    path = tmp_path / "runs.csv"
+    path.write_bytes(data)
+    return list(record_runs(path, block_bytes=block, max_record_bytes=limit))
+
+
+@settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    st.lists(st.sampled_from([b"a", b",", b'"', b'""', b"\n", b"\r\n", b"\xc3\xa9"]), max_size=40),
+    st.integers(1, 9),
+)
+def test_record_runs_cut_only_between_records(
+    tmp_path: Path, parts: list[bytes], block: int
+) -> None:
+    """Runs rebuild the file, and each but the last ends with an LF outside quotes
+    (counted from the file's start): cuts only between records, whatever the block size."""
+    data = b"".join(parts)
+    runs = _runs(tmp_path, data, block)
+    assert b"".join(runs) == data
+    end = 0
+    for run in runs[:-1]:
+        end += len(run)
+        assert run.endswith(b"\n")
+        assert data[:end].count(b'"') % 2 == 0
+
+
+def test_record_runs_drop_the_bom_once(tmp_path: Path) -> None:
+    assert b"".join(_runs(tmp_path, b"\xef\xbb\xbfa,b\n1,2\n", 2)) == b"a,b\n1,2\n"
+
+
+def test_a_long_quoted_record_is_too_large_before_it_is_buffered(tmp_path: Path) -> None:
+    """Short physical lines, one quoted field: the line guard cannot see it, the blocks do."""
+    data = b'a,b\n1,"' + b"short line\n" * 1000 + b'"\n'
+    assert len(_runs(tmp_path, data, 64, limit=1 << 20)) == 2
+    with pytest.raises(TooLarge, match="max_line_bytes"):
+        _runs(tmp_path, data, 64, limit=4096)
+
+
 _cells = st.text(
     st.characters(exclude_categories=["Cs", "Cc"]) | st.sampled_from(["\t", "\n", "\\", '"']),
     max_size=8,
@@ -117,25 +179,26 @@ _cells = st.text(
         lambda width: st.lists(st.lists(_cells, min_size=width, max_size=width), max_size=8)
     ),
     st.integers(1, 4),
+    st.integers(1, 64),
+    st.sampled_from(["\n", "\r\n"]),
 )
 def test_any_table_projects_with_a_line_per_row(
-    tmp_path: Path, table: list[list[str]], chunk_rows: int
+    tmp_path: Path, table: list[list[str]], chunk_rows: int, block_bytes: int, eol: str
 ) -> None:
     """Whatever the cells, a row is one line, spans cut it exactly, and string cells come
     back as the source wrote them (csv module in, our projection out)."""
     width = len(table[0]) if table else 1
     header = [f"h{i}" for i in range(width)]
     buffer = io.StringIO()
-    csv.writer(buffer, lineterminator="\n").writerows([header, *table])
+    csv.writer(buffer, lineterminator=eol).writerows([header, *table])
     path = tmp_path / "t.csv"
-    path.write_text(buffer.getvalue(), encoding="utf-8")
-    subs = run_handler(
-        "tabular_worker:handle",
-        path,
-        format="csv",
-        options={"chunk_rows": chunk_rows, "delimiter": ","},
-    )
+    path.write_bytes(buffer.getvalue().encode("utf-8"))
+    options = {"chunk_rows": chunk_rows, "delimiter": ","}
+    subs = run_handler("tabular_worker:handle", path, format="csv", options=options)
     check_submissions(subs)
+    # Records cut across tiny blocks: the very same submissions as from one block.
+    blocks = {**options, "block_bytes": block_bytes}
+    assert run_handler("tabular_worker:handle", path, format="csv", options=blocks) == subs
     bodies = [json.loads(raw) for raw in subs]
     text = "".join(b["canonicalText"] for b in bodies).encode()
     rows = [n for b in bodies for n in b["nodes"] if n["labels"] == ["ROW"]]

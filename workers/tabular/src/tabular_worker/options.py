@@ -25,6 +25,7 @@ _BOUNDS: dict[str, tuple[int, int]] = {
     "chunk_rows": (1, 40_000),
     "max_partial_bytes": (1 << 10, 16 << 20),
     "max_line_bytes": (1 << 10, 1 << 40),
+    "block_bytes": (1, 1 << 30),
     "max_xlsx_bytes": (1 << 10, 1 << 40),
     "max_xlsx_ratio": (2, 1 << 20),
 }
@@ -39,7 +40,10 @@ class TabularOptions:
     max_partial_bytes: int = 8 << 20
     """Canonical text per partial; a partial closes early when its rows reach this."""
     max_line_bytes: int = 64 << 20
-    """csv/tsv: a physical line longer than this is refused as too_large before parsing."""
+    """csv/tsv: a physical line, or a record, longer than this is refused as too_large
+    before parsing."""
+    block_bytes: int = 8 << 20
+    """csv/tsv: the file is read and parsed this many bytes at a time (cut at records)."""
     max_xlsx_bytes: int = 256 << 20
     """xlsx: the archive's total uncompressed size, measured by inflating it, not trusted."""
     max_xlsx_ratio: int = 200

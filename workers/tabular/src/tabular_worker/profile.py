@@ -5,15 +5,17 @@ type (inferred from every cell, not a head sample), null and dirty counts, date 
 totals. Pass 1 counts cheap pattern matches per type for every column and picks the
 types; pass 2 (only when some column got a type other than string) parses the typed
 columns once each, to count the cells that fit the pattern but not the type, and the
-date votes. Both are polars queries run by the streaming engine: memory stays at a batch
-whatever the table's size. Rows whose every field is empty (blank lines, `,,,`) are not
-rows: `kept_rows` drops them when the rows are sent, and they are counted here.
+date votes. Both are polars queries of sums only, run by the streaming engine over a
+scanned frame, or block by block over a block-read csv (blocks.py) and added up: memory
+stays at a batch or a block whatever the table's size. Rows whose every field is empty
+(blank lines, `,,,`) are not rows: `kept_rows` drops them when the rows are sent, and
+they are counted here.
 """
 
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -109,11 +111,11 @@ def profile_table(source: TableSource, textual: bool) -> TableProfile:
     schema = source.frame.collect_schema()
     width = len(names)
     spare = [c for c in schema.names() if int(c[1:]) >= width]
-    first = _pass_one(source.frame, schema, width, spare, textual)
+    first = _pass_one(source, schema, width, spare, textual)
     blank = int(first["blank"]) if textual else 0
     rows = int(first["rows"]) - blank
     kinds = [_pick_type(positional(i), schema[positional(i)], first) for i in range(width)]
-    second = _pass_two(source.frame, kinds)
+    second = _pass_two(source, kinds)
     columns = [
         _column_profile(index, name, kinds[index], schema[positional(index)], first, second, rows)
         for index, name in enumerate(names)
@@ -127,8 +129,19 @@ def profile_table(source: TableSource, textual: bool) -> TableProfile:
     )
 
 
+def _summed(source: TableSource, query: Callable[[pl.LazyFrame], pl.LazyFrame]) -> dict[str, Any]:
+    """The one-row result of `query` (sums only) over all of `source`'s rows."""
+    if source.blocks is None:
+        return query(source.frame).collect(engine="streaming").row(0, named=True)
+    totals: dict[str, Any] = query(source.frame).collect().row(0, named=True)  # zeros
+    for part in source.parts():
+        for key, value in query(part).collect().row(0, named=True).items():
+            totals[key] = (totals[key] or 0) + (value or 0)
+    return totals
+
+
 def _pass_one(
-    frame: pl.LazyFrame, schema: pl.Schema, width: int, spare: list[str], textual: bool
+    source: TableSource, schema: pl.Schema, width: int, spare: list[str], textual: bool
 ) -> dict[str, Any]:
     aggregates = [pl.len().alias("rows")]
     if textual:
@@ -148,7 +161,7 @@ def _pass_one(
             aggregates.append(
                 cell.str.contains(PATTERNS[kind]).sum().alias(f"{column}:{kind.value}")
             )
-    return frame.select(aggregates).collect(engine="streaming").row(0, named=True)
+    return _summed(source, lambda frame: frame.select(aggregates))
 
 
 def _pick_type(column: str, dtype: pl.DataType, first: dict[str, Any]) -> tuple[ColumnType, float]:
@@ -163,10 +176,10 @@ def _pick_type(column: str, dtype: pl.DataType, first: dict[str, Any]) -> tuple[
     return ColumnType.STRING, 1.0
 
 
-def _pass_two(frame: pl.LazyFrame, kinds: list[tuple[ColumnType, float]]) -> dict[str, Any]:
+def _pass_two(source: TableSource, kinds: list[tuple[ColumnType, float]]) -> dict[str, Any]:
     readings: list[pl.Expr] = []
     aggregates: list[pl.Expr] = []
-    schema = frame.collect_schema()
+    schema = source.frame.collect_schema()
     for index, (kind, _) in enumerate(kinds):
         column = positional(index)
         if native_type(schema[column]) is not None or kind is ColumnType.STRING:
@@ -185,8 +198,7 @@ def _pass_two(frame: pl.LazyFrame, kinds: list[tuple[ColumnType, float]]) -> dic
             aggregates.append(valid.alias(f"{column}:valid"))
     if not aggregates:
         return {}
-    query = frame.with_columns(readings) if readings else frame
-    return query.select(aggregates).collect(engine="streaming").row(0, named=True)
+    return _summed(source, lambda frame: frame.with_columns(readings).select(aggregates))
 
 
 def _column_profile(

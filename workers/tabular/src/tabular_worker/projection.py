@@ -27,7 +27,7 @@ from .options import TabularOptions
 from .partial import AmbiguitySpec, Endpoint, PartialBuffer
 from .profile import ColumnProfile, TableProfile, kept_rows, profile_table
 from .rows import DateAmbiguity, PreparedRows, RowPreparer, escape
-from .source import TableSource
+from .source import TableSource, polars_reason
 
 __all__ = ["Submission", "project"]
 
@@ -116,7 +116,7 @@ def project(
             extra_key=_free_key("_extra", names),
         )
         index = 0
-        for chunk in _chunks(kept_rows(table.frame, textual) if names else None, fmt, options):
+        for chunk in _chunks(table, names, textual, fmt, options):
             rows = preparer.prepare(chunk)
             for at in range(len(rows)):
                 if stream.full():
@@ -130,30 +130,28 @@ def _profile(table: TableSource, textual: bool, fmt: str) -> TableProfile:
     try:
         return profile_table(table, textual)
     except pl.exceptions.PolarsError as err:
-        raise InvalidInput(_polars_reason(fmt, err)) from err
+        raise InvalidInput(polars_reason(fmt, err)) from err
 
 
 def _chunks(
-    frame: pl.LazyFrame | None, fmt: str, options: TabularOptions
+    table: TableSource, names: list[str], textual: bool, fmt: str, options: TabularOptions
 ) -> Iterator[pl.DataFrame]:
-    if frame is None:
+    if not names:
         return
     try:
-        for batch in frame.collect_batches(chunk_size=options.chunk_rows):
-            if batch.height:
-                yield batch
+        for part in table.parts():
+            kept = kept_rows(part, textual)
+            batches: Iterable[pl.DataFrame] = (
+                kept.collect_batches(chunk_size=options.chunk_rows)
+                if table.blocks is None
+                # One block, held in memory anyway: sliced without copying.
+                else kept.collect().iter_slices(options.chunk_rows)
+            )
+            for batch in batches:
+                if batch.height:
+                    yield batch
     except pl.exceptions.PolarsError as err:
-        raise InvalidInput(_polars_reason(fmt, err)) from err
-
-
-def _polars_reason(fmt: str, err: Exception) -> str:
-    text = str(err).splitlines()[0] if str(err) else type(err).__name__
-    if "more fields than defined" in text:
-        return (
-            f"{fmt}: inconsistent columns: a record has far more fields than the header "
-            "(more than the spare columns the worker keeps for ragged rows)"
-        )
-    return f"{fmt}: {text}"
+        raise InvalidInput(polars_reason(fmt, err)) from err
 
 
 def _free_key(base: str, taken: list[str]) -> str:

@@ -5,8 +5,8 @@ memory flat whatever the size) and rewritten only when it must be: another encod
 byte-order mark of UTF-16/32, invalid UTF-8 (each bad sequence becomes U+FFFD and is
 counted), or old Mac CR-only line endings. The same pass enforces `max_line_bytes`: a
 physical line longer than that is refused as too_large before polars would have to hold
-it in memory. (A record whose *quoted* field spans many short lines is not caught here;
-its size is bounded by the file and the pool's memory limit, which fails it as `oom`.)
+it in memory. (A record whose *quoted* field spans many short lines is not caught here
+but by the block reader, blocks.py, with the same limit.)
 
 The delimiter is chosen from the decoded head of the file: among `, \\t ; |` the one that
 splits the first records into the most consistent number of fields.

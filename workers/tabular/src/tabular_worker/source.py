@@ -4,14 +4,15 @@ file is one table, an xlsx workbook one per sheet, in workbook order).
 A TableSource gives the header and a LazyFrame of the data rows with positional column
 names `c0, c1, …`: Strings for csv, tsv and xlsx (typed by profile.py), native dtypes for
 parquet. csv/tsv frames carry spare columns past the header, so a ragged row's extra
-fields are kept instead of failing the read or being dropped. Reading is lazy: csv and
-parquet are scanned in batches, never loaded whole; an xlsx sheet is loaded one at a time
-(calamine has no streaming reader) after the bomb guard has bounded its size.
+fields are kept instead of failing the read or being dropped. Nothing is loaded whole:
+csv/tsv are read in blocks of whole records (blocks.py), each parsed on its own, every
+time the rows are wanted; parquet is scanned in batches; an xlsx sheet is loaded one at a
+time (calamine has no streaming reader) after the bomb guard has bounded its size.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,11 +22,12 @@ import polars as pl
 from workers_common import InvalidInput
 from workers_common.wire import JsonValue
 
+from .blocks import record_runs
 from .options import TabularOptions
-from .sniff import prepare_text
+from .sniff import TextFile, prepare_text
 from .xlsx_guard import check_xlsx
 
-__all__ = ["FORMATS", "TableSource", "open_tables", "positional"]
+__all__ = ["FORMATS", "TableSource", "open_tables", "polars_reason", "positional"]
 
 FORMATS = ("csv", "tsv", "xlsx", "parquet")
 
@@ -48,9 +50,20 @@ class TableSource:
     header: list[str]
     """The header fields as the source spells them ([] for a table with nothing in it)."""
     frame: pl.LazyFrame
-    """Data rows (header excluded), columns c0.. (header width + spare for csv)."""
+    """Data rows (header excluded), columns c0.. (header width + spare for csv); for a
+    block-read source an empty frame of that schema (the rows come from `blocks`)."""
     facts: dict[str, JsonValue] = field(default_factory=dict)
     """What reading found out (encoding, delimiter, replacements) for the TABLE node."""
+    blocks: Callable[[], Iterator[pl.DataFrame]] | None = None
+    """csv/tsv: the data rows again from the start, one bounded frame per block."""
+
+    def parts(self) -> Iterator[pl.LazyFrame]:
+        """The data rows in file order: `frame` itself, or each block's frame."""
+        if self.blocks is None:
+            yield self.frame
+        else:
+            for block in self.blocks():
+                yield block.lazy()
 
 
 def open_tables(
@@ -79,25 +92,59 @@ def _text_table(fmt: str, path: Path, options: TabularOptions, workdir: Path) ->
     if text.header_width == 0:
         return TableSource(None, [], pl.LazyFrame(), facts)
     width = max(text.width, text.header_width) + max(_MIN_SPARE, text.header_width)
-    schema = {positional(i): pl.String for i in range(width)}
-    scan = pl.scan_csv(
-        text.path,
-        has_header=False,
-        separator=text.delimiter,
-        quote_char='"',
-        schema=schema,
-        missing_columns="insert",
-        empty_string_is_null=False,
-        raise_if_empty=False,
-    )
-    try:
-        first = scan.head(1).collect()
-    except pl.exceptions.PolarsError as err:
-        raise InvalidInput(f"{fmt}: {err}") from err
-    if first.height == 0:
+    schema = pl.Schema({positional(i): pl.String for i in range(width)})
+
+    def frames() -> Iterator[pl.DataFrame]:
+        """Every record of the file (the header first), block by block."""
+        for run in record_runs(
+            text.path, block_bytes=options.block_bytes, max_record_bytes=options.max_line_bytes
+        ):
+            frame = _parse(fmt, run, text, schema)
+            if frame.height:
+                yield frame
+
+    first = next(frames(), None)
+    if first is None:
         return TableSource(None, [], pl.LazyFrame(), facts)
     header = [value or "" for value in first.row(0)[: text.header_width]]
-    return TableSource(None, header, scan.slice(1), facts)
+    del first
+
+    def data() -> Iterator[pl.DataFrame]:
+        records = frames()
+        head = next(records, None)
+        if head is not None and head.height > 1:
+            yield head.slice(1)
+        del head
+        yield from records
+
+    return TableSource(None, header, pl.LazyFrame(schema=schema), facts, blocks=data)
+
+
+def _parse(fmt: str, run: bytes, text: TextFile, schema: pl.Schema) -> pl.DataFrame:
+    try:
+        return pl.read_csv(
+            run,
+            has_header=False,
+            separator=text.delimiter,
+            quote_char='"',
+            schema=schema,
+            missing_columns="insert",
+            empty_string_is_null=False,
+            raise_if_empty=False,
+        )
+    except pl.exceptions.PolarsError as err:
+        raise InvalidInput(polars_reason(fmt, err)) from err
+
+
+def polars_reason(fmt: str, err: Exception) -> str:
+    """A polars error as an invalid_input reason."""
+    text = str(err).splitlines()[0] if str(err) else type(err).__name__
+    if "more fields than defined" in text:
+        return (
+            f"{fmt}: inconsistent columns: a record has far more fields than the header "
+            "(more than the spare columns the worker keeps for ragged rows)"
+        )
+    return f"{fmt}: {text}"
 
 
 def _xlsx_tables(path: Path, options: TabularOptions) -> Iterator[TableSource]:
