@@ -69,20 +69,21 @@ async fn lease_expiry_redelivers_and_fences_the_stale_holder() {
 /// outlives `lease_secs` several times over.
 #[tokio::test]
 async fn heartbeat_extends_only_the_holders_leases() {
-    let s = Server::start(Some("lease_secs = 0.5\nbackoff_base_ms = 10\nbackoff_max_ms = 20"));
+    let s = Server::start(Some("lease_secs = 1.0\nbackoff_base_ms = 10\nbackoff_max_ms = 20"));
     let job = s.submit("t", "txt", "a.txt", b"x").await;
     let mut holder = Worker::connect(&s, "holder", &["txt"]).await;
     let mut other = Worker::connect(&s, "other", &["csv"]).await;
     let j = holder.expect_job().await;
     let hb = other.heartbeat(&[(&j.job_id, j.attempt)]).await;
     assert!(hb.job_ids.is_empty(), "another worker extended the holder's lease");
-    for _ in 0..6 {
-        tokio::time::sleep(Duration::from_millis(250)).await;
+    // Heartbeats every 0.3 s for 2.4 s: over twice the 1 s lease, with room for a slow machine.
+    for _ in 0..8 {
+        tokio::time::sleep(Duration::from_millis(300)).await;
         let hb = holder.heartbeat(&[(&j.job_id, j.attempt)]).await;
         assert_eq!(hb.job_ids, vec![j.job_id.clone()]);
         assert!(hb.lease_deadline > 0);
     }
-    // 1.5 s of a 0.5 s lease later, the job is still held and has not failed.
+    // 2.4 s of a 1 s lease later, the job is still held and has not failed.
     let now = s.job(&job.id).await;
     assert_eq!(now.state, "leased");
     assert!(now.failures.is_empty());
