@@ -82,6 +82,24 @@ impl Client {
             .map_err(|_| anyhow!("no telha server at {addr} (from {from}): start one with `telha serve --config {}`", config_name(g)))
     }
 
+    /// Every job `filter` matches, after `filter.page_token` (a job id), page by page,
+    /// at most `limit`.
+    pub async fn list_jobs_all(&mut self, mut filter: ListJobsRequest, limit: usize) -> Result<Vec<Job>> {
+        let mut all = Vec::new();
+        loop {
+            filter.page_size = u32::try_from(limit.saturating_sub(all.len()).min(1000)).unwrap_or(1000);
+            if filter.page_size == 0 {
+                return Ok(all);
+            }
+            let resp = self.ingest.list_jobs(filter.clone()).await.map_err(status_err)?.into_inner();
+            all.extend(resp.jobs);
+            if resp.next_page_token.is_empty() {
+                return Ok(all);
+            }
+            filter.page_token = resp.next_page_token;
+        }
+    }
+
     /// Connects to `addr` with `token`.
     pub async fn at(addr: &str, token: &str) -> Result<Self> {
         let header: MetadataValue<_> = format!("Bearer {token}").parse().map_err(|_| anyhow!("the token contains characters not allowed in a header"))?;
@@ -91,7 +109,7 @@ impl Client {
     }
 }
 
-fn status_err(e: tonic::Status) -> anyhow::Error {
+pub(super) fn status_err(e: tonic::Status) -> anyhow::Error {
     anyhow!("{}", e.message())
 }
 
@@ -238,27 +256,13 @@ async fn wait(client: &mut Client, id: &str) -> Result<Job> {
 
 pub async fn jobs(g: &Global, args: JobsArgs) -> Result<ExitCode> {
     let mut client = Client::connect(g).await?;
-    let mut all = Vec::new();
-    let mut token = String::new();
-    loop {
-        let page_size = u32::try_from(args.limit.saturating_sub(all.len()).min(1000)).unwrap_or(1000);
-        if page_size == 0 {
-            break;
-        }
-        let req = ListJobsRequest {
-            state: args.state.clone().unwrap_or_default(),
-            format: args.format.clone().unwrap_or_default(),
-            tenant_id: args.tenant.clone().unwrap_or_default(),
-            page_size,
-            page_token: token.clone(),
-        };
-        let resp = client.ingest.list_jobs(req).await.map_err(status_err)?.into_inner();
-        all.extend(resp.jobs);
-        if resp.next_page_token.is_empty() {
-            break;
-        }
-        token = resp.next_page_token;
-    }
+    let filter = ListJobsRequest {
+        state: args.state.clone().unwrap_or_default(),
+        format: args.format.clone().unwrap_or_default(),
+        tenant_id: args.tenant.clone().unwrap_or_default(),
+        ..Default::default()
+    };
+    let all = client.list_jobs_all(filter, args.limit).await?;
     if g.json {
         render::print_json(&serde_json::Value::Array(all.iter().map(render::job_json).collect()));
     } else {

@@ -3,15 +3,12 @@
 //! or as text.
 use std::process::ExitCode;
 
-use anyhow::{anyhow, Result};
+use anyhow::Result;
 use serde_json::{json, Value};
 
+use super::client::status_err;
 use super::{AmbiguitiesArgs, Client, Global, GraphArgs, NodeArgs};
 use crate::proto::*;
-
-fn status_err(e: tonic::Status) -> anyhow::Error {
-    anyhow!("{}", e.message())
-}
 
 fn object(s: &str) -> Value {
     serde_json::from_str(s).unwrap_or_else(|_| json!({}))

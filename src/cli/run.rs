@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Result};
 use serde_json::json;
 
-use super::client::{load_config, options_json, plan_inputs, submit, Client};
+use super::client::{load_config, options_json, plan_inputs, status_err, submit, Client};
 use super::{render, Global, RunArgs};
 use crate::proto::*;
 
@@ -129,7 +129,7 @@ async fn wait_until_idle(client: &mut Client, first_id: u64) -> Result<()> {
             return Ok(());
         }
         // Jobs (children, say) of a format nothing serves would wait forever: say so.
-        let status = client.ingest.get_status(GetStatusRequest {}).await.map_err(|e| anyhow!("{}", e.message()))?.into_inner();
+        let status = client.ingest.get_status(GetStatusRequest {}).await.map_err(status_err)?.into_inner();
         let served: Vec<&String> = status.pollers.iter().flat_map(|p| p.formats.iter()).chain(status.pools.iter().flat_map(|p| p.formats.iter())).collect();
         let stuck: Vec<&&Job> = open.iter().filter(|j| j.state == "queued" && !served.contains(&&j.format)).collect();
         if stuck.len() == open.len() {
@@ -146,17 +146,7 @@ async fn wait_until_idle(client: &mut Client, first_id: u64) -> Result<()> {
 }
 
 async fn jobs_since(client: &mut Client, first_id: u64) -> Result<Vec<Job>> {
-    let mut all = Vec::new();
-    let mut token = first_id.saturating_sub(1).to_string();
-    loop {
-        let req = ListJobsRequest { page_size: 1000, page_token: token.clone(), ..Default::default() };
-        let resp = client.ingest.list_jobs(req).await.map_err(|e| anyhow!("{}", e.message()))?.into_inner();
-        all.extend(resp.jobs);
-        if resp.next_page_token.is_empty() {
-            return Ok(all);
-        }
-        token = resp.next_page_token;
-    }
+    client.list_jobs_all(ListJobsRequest { page_token: first_id.saturating_sub(1).to_string(), ..Default::default() }, usize::MAX).await
 }
 
 #[derive(Default)]
