@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::graph::wire::MAX_SUBMISSION_BYTES;
+
 use crate::failure::FailureKind;
 
 /// Formats the core accepts even when no pool declares them (workers may join from
@@ -313,8 +315,8 @@ impl Config {
                 return Err(invalid(&format!("graph.{k}"), "must be at least 1".into()));
             }
         }
-        if g.max_text_bytes > crate::graph::wire::MAX_SUBMISSION_BYTES {
-            return Err(invalid("graph.max_text_bytes", format!("at most {} (the largest submission)", crate::graph::wire::MAX_SUBMISSION_BYTES)));
+        if g.max_text_bytes > MAX_SUBMISSION_BYTES {
+            return Err(invalid("graph.max_text_bytes", format!("at most {} (the largest submission)", MAX_SUBMISSION_BYTES)));
         }
         Ok(Self { path, server: raw.server, jobs: raw.jobs, store: raw.store, pools: raw.pools, failures: raw.failures, graph: raw.graph })
     }

@@ -13,7 +13,6 @@
 //! - [`cli`]: the `telha` command line.
 //! - [`graph`]: typed wire v1, validation, staging of partials, the tenant-scoped
 //!   graph (nodes, versions, edges, spans, ambiguities, child jobs) and its reads.
-//! - [`wire`]: re-exports of [`graph::wire`] under its older path.
 
 pub mod actors;
 pub mod cli;
@@ -26,4 +25,3 @@ pub mod server;
 pub mod store;
 pub mod supervise;
 pub mod time;
-pub mod wire;
