@@ -171,20 +171,16 @@ impl Leases {
     }
 
     /// Gives lease `attempt` (or whatever lease is current) back without charging an attempt.
+    /// The holder's credit comes back only for a lease actually released: a lease that
+    /// ended otherwise (cancel, expiry) already gave it back.
     pub async fn release(&self, id: u64, attempt: Option<u64>) {
-        let worker = {
-            let txn = self.store.read();
-            txn.ok().and_then(|t| jobs::get(&t, id).ok().flatten()).and_then(|v| v.lease.map(|l| l.worker_id))
-        };
         match self.store.write(move |t| jobs::release(t, id, attempt, now_us())).await {
-            Ok(Some(rec)) => {
+            Ok(Some((rec, worker))) => {
                 let _ = self.queue.ready(vec![ReadyJob { format: rec.format, tenant: rec.tenant, id }]).await;
+                self.ended(id, worker).await;
             }
             Ok(None) => {}
             Err(e) => tracing::error!(job = id, error = %e, "cannot release lease"),
-        }
-        if let Some(w) = worker {
-            self.ended(id, w).await;
         }
     }
 

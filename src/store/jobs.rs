@@ -339,8 +339,8 @@ pub fn due(tx: &mut Tx<'_>, id: u64, now: i64) -> Result<Option<JobRecord>, Stor
 }
 
 /// Gives a lease back without charging an attempt (drain, restart). Returns the
-/// queued job, or None when the lease was not current.
-pub fn release(tx: &mut Tx<'_>, id: u64, attempt: Option<u64>, now: i64) -> Result<Option<JobRecord>, StoreError> {
+/// queued job and the worker that held the lease, or None when the lease was not current.
+pub fn release(tx: &mut Tx<'_>, id: u64, attempt: Option<u64>, now: i64) -> Result<Option<(JobRecord, String)>, StoreError> {
     let Some(lease) = load_lease(tx.txn, id)? else { return Ok(None) };
     if attempt.is_some_and(|a| a != lease.attempt) {
         return Ok(None);
@@ -352,7 +352,7 @@ pub fn release(tx: &mut Tx<'_>, id: u64, attempt: Option<u64>, now: i64) -> Resu
     rec.state = u32::from(next.code());
     rec.updated_at = now;
     save(tx, Some(old), &rec, now)?;
-    Ok(Some(rec))
+    Ok(Some((rec, lease.worker_id)))
 }
 
 /// Releases every lease (start-up: the processes that held them died with the old run).
