@@ -217,10 +217,7 @@ async fn partials_are_idempotent_and_gaps_are_protocol_errors() {
     let done = s.job(&job.id).await;
     assert_eq!(done.state, "succeeded");
     assert_eq!(done.node_count, 2);
-    let mut h = blake3::Hasher::new();
-    h.update(p0.as_bytes());
-    h.update(p1.as_bytes());
-    assert_eq!(done.submission_hash, h.finalize().to_hex().to_string());
+    assert_eq!(done.submission_hash, submission_hash([p0.as_bytes(), p1.as_bytes()]));
 
     let gap_job = s.submit("t", "csv", "g.csv", b"a").await;
     let g = w.expect_job().await;

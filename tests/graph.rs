@@ -111,6 +111,7 @@ async fn partials_concatenate_and_stay_invisible_until_the_final_commit() {
     assert_eq!(r0.node_ids[0], "table:1");
     assert!(r0.node_ids[1].starts_with('n'));
     assert_eq!(node(&s, "t", "table:1").await.unwrap_err().code(), Code::NotFound, "a partial's node is visible");
+    assert_eq!(node(&s, "t", &r0.node_ids[1]).await.unwrap_err().code(), Code::NotFound, "a partial's core-id node is visible");
     assert_eq!(projection(&s, &j.job_id, "").await.unwrap_err().code(), Code::FailedPrecondition);
     let p1 = json!({"v":1,"seq":1,"partial":true,"canonicalText":"wörld","spans":[{"start":7,"end":13,"kind":"w"}],
         "nodes":[{"labels":["ROW"],"spanRefs":[0]}],
@@ -139,11 +140,66 @@ async fn partials_concatenate_and_stay_invisible_until_the_final_commit() {
     assert_eq!(t.edges_in[0].from_id, r1.node_ids[0]);
     let job = s.job(&j.job_id).await;
     assert_eq!((job.state.as_str(), job.node_count), ("succeeded", 3));
-    let mut h = blake3::Hasher::new();
-    for part in [&p0, &p1, &fin] {
-        h.update(part.to_string().as_bytes());
-    }
-    assert_eq!(job.submission_hash, h.finalize().to_hex().to_string());
+    let parts = [p0.to_string(), p1.to_string(), fin.to_string()];
+    assert_eq!(job.submission_hash, submission_hash(parts.iter().map(|p| p.as_bytes())));
+}
+
+/// Partials are applied as they arrive, yet nothing of them shows before the final
+/// commit: not a fresh node, not an edge from a visible node to it, not an ambiguity;
+/// an edge whose key another job holds keeps that job's version until then. An
+/// attempt that dies is reclaimed: after a retry succeeds, only its rows remain.
+#[tokio::test]
+async fn early_applied_partials_stay_hidden_and_a_failed_attempt_leaves_nothing() {
+    let s = Server::start(None);
+    let mut w = Worker::connect(&s, "w", &["txt"]).await;
+    let base = json!({"v":1,"nodes":[{"labels":["HUB"],"id":"hub"},{"labels":["X"],"id":"x:1"}],
+        "relationships":[{"type":"LINK","fromRef":0,"toRef":1,"properties":{"by":"a"}}]});
+    run(&s, &mut w, "t", "base", &base).await;
+    let link_by = |n: &GraphNode| -> Vec<(String, String)> { n.edges_out.iter().map(|e| (e.r#type.clone(), e.properties_json.clone())).collect() };
+    let partial = |by: &str| {
+        json!({"v":1,"seq":0,"partial":true,"canonicalText":"row",
+            "nodes":[{"labels":["ROW"],"properties":{"by":by}}],
+            "relationships":[{"type":"HAS","fromId":"hub","toRef":0},{"type":"LINK","fromId":"hub","toId":"x:1","properties":{"by":by}}],
+            "ambiguities":[{"nodeRef":0,"kind":"day_month_order","candidates":[{"label":"a","validFrom":1},{"label":"b","validFrom":2}],
+                "detectorConfidence":0.5,"appliedCandidateConfidence":0.5}]})
+        .to_string()
+    };
+    let only_base = vec![("LINK".to_string(), r#"{"by":"a"}"#.to_string())];
+
+    let j = take(&s, &mut w, "t", "stream").await;
+    let r0 = w.succeed(&j, &partial("b1")).await;
+    assert!(r0.accepted, "{}", r0.reason);
+    assert_eq!(node(&s, "t", &r0.node_ids[0]).await.unwrap_err().code(), Code::NotFound);
+    assert_eq!(link_by(&node(&s, "t", "hub").await.unwrap()), only_base, "a partial's edges show before its final");
+    assert!(ambiguities(&s, "t", "").await.unwrap().is_empty(), "a running job's ambiguity is listed");
+    assert!(w.fail(&j, "gave up", true).await.accepted);
+    assert_eq!(s.job(&j.job_id).await.state, "dead");
+
+    let retried = s.client().await.retry_job(GetJobRequest { job_id: j.job_id.clone(), tenant_id: String::new() }).await.unwrap().into_inner();
+    assert_eq!(retried.state, "queued");
+    let j2 = w.expect_job().await;
+    assert_eq!((j2.job_id.as_str(), j2.attempt), (j.job_id.as_str(), 2));
+    let r1 = w.succeed(&j2, &partial("b2")).await;
+    assert!(r1.accepted, "{}", r1.reason);
+    assert_eq!(link_by(&node(&s, "t", "hub").await.unwrap()), only_base);
+    let fin = json!({"v":1,"seq":1,"partial":false,"canonicalText":"!"});
+    assert!(w.succeed(&j2, &fin.to_string()).await.accepted);
+
+    assert_eq!(node(&s, "t", &r0.node_ids[0]).await.unwrap_err().code(), Code::NotFound, "the dead attempt's node came back");
+    let hub = node(&s, "t", "hub").await.unwrap();
+    let mut edges = link_by(&hub);
+    edges.sort();
+    assert_eq!(edges, vec![("HAS".to_string(), "{}".to_string()), ("LINK".to_string(), r#"{"by":"b2"}"#.to_string())]);
+    assert!(hub.edges_out.iter().all(|e| e.to_id != r0.node_ids[0]));
+    let row = node(&s, "t", &r1.node_ids[0]).await.unwrap();
+    assert_eq!(row.versions[0].properties_json, r#"{"by":"b2"}"#);
+    assert_eq!(row.versions[0].valid_from, Some(1), "the ambiguity's first candidate is the valid time");
+    let listed = ambiguities(&s, "t", "").await.unwrap();
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(listed[0].node_id, r1.node_ids[0]);
+    let p = projection(&s, &j.job_id, "t").await.unwrap();
+    assert_eq!(p.canonical_text, "row!");
+    assert_eq!(p.relationships.len(), 2);
 }
 
 /// A partial whose span points before its own slice (or past the accumulated text)

@@ -1,23 +1,91 @@
-//! Applying a job's projection, inside the write transaction of its final
-//! submission: the staged partials in `seq` order, then the final one. Everything
-//! here was validated when it was accepted, so nothing can refuse half-way; a
-//! staged record that no longer parses is storage corruption (the batch aborts).
+//! Applying a job's submissions to the graph tables.
 //!
-//! What one commit does: the submission hash over all `result_json` bytes; the
-//! content-hash check (a recrawl whose hash equals the stored one projects nothing
-//! and is marked `unchanged`); text chunks, spans, nodes (upserted on deterministic
-//! ids), node versions with valid time, edges by id (dangling until their node
-//! exists), ambiguities; child jobs created or linked by name.
+//! A streamed job's partials are applied as they are accepted, each in the commit
+//! that accepts it, so the cost of a large job is spread over its run and its final
+//! commit stays small. A partial writes early only what no reader can see yet:
+//! - nodes with core-assigned ids (fresh ids that no one else holds), with their
+//!   versions;
+//! - edges whose key no other job holds;
+//! - the job's own rows: text chunks, spans, projected nodes and edges, ambiguities.
+//!
+//! Reads show a node version, an edge or an ambiguity only once the job that wrote
+//! it has succeeded ([`super::read`]), so all of it appears with the final commit.
+//! The rest (upserts of worker-given ids, edges that would overwrite another job's,
+//! child jobs) is deferred: the partial's bytes stay staged, and the final commit
+//! applies those parts in `seq` order before the final submission itself. An attempt
+//! that ends without its final (failure, expiry, release, cancel) is reclaimed: every
+//! row it wrote early is deleted in the transaction that ends it ([`reclaim`]).
+//!
+//! The final commit also computes the submission hash (blake3 over the hex blake3 of
+//! each submission, in `seq` order), checks the content hash (a recrawl whose hash
+//! equals the stored one projects nothing and is marked `unchanged`) and creates or
+//! links child jobs.
 use prost::Message;
 use redb::{ReadableTable, Table, WriteTransaction};
 
 use super::submit::NewChild;
-use super::wire::{self, Interval, Submission};
+use super::wire::{self, Interval, Relationship, Submission};
 use crate::store::jobs::{self, NewJob};
 use crate::store::records::*;
 use crate::store::state::JobState;
 use crate::store::tables::*;
 use crate::store::{StoreError, Tx};
+
+/// Where a submission's elements start in the job's global numbering: the running
+/// totals of the submissions before it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Bases {
+    pub nodes: u64,
+    pub spans: u64,
+    pub edges: u64,
+    pub ambiguities: u64,
+}
+
+impl Bases {
+    /// The totals a stored submission record ends at.
+    pub fn after_record(r: &SubmissionRecord) -> Self {
+        Self { nodes: r.nodes_total, spans: r.spans_total, edges: r.edges_total, ambiguities: r.ambiguities_total }
+    }
+
+    /// These totals with `sub` added.
+    pub fn plus(self, sub: &Submission) -> Self {
+        Self {
+            nodes: self.nodes + sub.nodes.len() as u64,
+            spans: self.spans + sub.spans.len() as u64,
+            edges: self.edges + sub.relationships.len() as u64,
+            ambiguities: self.ambiguities + sub.ambiguities.len() as u64,
+        }
+    }
+}
+
+/// Which of a submission's parts a pass writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pass {
+    /// A partial, as it is accepted: what no reader can see yet.
+    Early,
+    /// A staged partial, at the final commit: what its early pass left.
+    Deferred,
+    /// The final submission: all of it.
+    Whole,
+}
+
+/// What a partial's early pass left for the final commit.
+#[derive(Debug, Default)]
+pub struct Early {
+    /// Relationships (indexes within the partial) whose key another job holds.
+    pub deferred_edges: Vec<u32>,
+    /// Whether the final commit needs the partial again (deferred nodes, edges or
+    /// child jobs): only then are its bytes kept.
+    pub needs_final: bool,
+}
+
+/// Applies what partial `sub` (of lease `attempt` of `job`, nodes `ids`, numbered
+/// from `bases`) can write before the final commit.
+pub fn apply_partial(txn: &WriteTransaction, job: u64, tenant: &str, attempt: u64, sub: &Submission, ids: &[String], bases: Bases, now: i64) -> Result<Early, StoreError> {
+    let deferred_edges = if has_graph(sub) { Projector::open(txn, job, tenant, attempt, now)?.apply(sub, ids, bases, Pass::Early, &[])? } else { Vec::new() };
+    let needs_final = !deferred_edges.is_empty() || sub.nodes.iter().any(|n| n.id.is_some()) || !sub.child_jobs.is_empty();
+    Ok(Early { deferred_edges, needs_final })
+}
 
 /// The final submission, as accepted.
 pub struct Final<'a> {
@@ -31,11 +99,10 @@ pub struct Final<'a> {
 
 /// What the final commit did.
 pub struct Done {
+    /// Nodes the job projected (all its submissions'; none when `unchanged`).
     pub nodes: u64,
-    /// blake3 over every submission's bytes in `seq` order.
+    /// blake3 over the hex blake3 of every submission, in `seq` order.
     pub submission_hash: String,
-    /// blake3 of the final submission's bytes alone (for re-sends).
-    pub final_hash: String,
     pub unchanged: bool,
     pub enqueued: Vec<NewChild>,
 }
@@ -56,6 +123,18 @@ fn has_graph(sub: &Submission) -> bool {
     !(sub.canonical_text.is_empty() && sub.spans.is_empty() && sub.nodes.is_empty() && sub.relationships.is_empty() && sub.ambiguities.is_empty())
 }
 
+/// A global index as a table key.
+fn index(n: u64, what: &str) -> Result<u32, StoreError> {
+    u32::try_from(n).map_err(|_| corrupt(format!("more than u32::MAX {what} in one job")))
+}
+
+fn staged_record(txn: &WriteTransaction, key: (u64, u64, u32)) -> Result<SubmissionRecord, StoreError> {
+    let t = txn.open_table(SUBMISSIONS)?;
+    let bytes = t.get(key)?.ok_or_else(|| corrupt(format!("job {} lease {}: staged seq {} is missing", key.0, key.1, key.2)))?;
+    Ok(SubmissionRecord::decode(bytes.value())?)
+}
+
+/// The final commit of lease `attempt` of `rec` (see the module docs).
 pub fn finalize(tx: &mut Tx<'_>, rec: &mut JobRecord, attempt: u64, fin: Final<'_>, now: i64) -> Result<Done, StoreError> {
     let txn = tx.txn;
     let seq = fin.sub.seq;
@@ -70,53 +149,102 @@ pub fn finalize(tx: &mut Tx<'_>, rec: &mut JobRecord, attempt: u64, fin: Final<'
         same
     };
 
-    let mut hasher = blake3::Hasher::new();
+    let mut chain = blake3::Hasher::new();
     let mut proj: Option<Projector<'_>> = None;
     let mut children = Vec::new();
+    let mut bases = Bases::default();
     for k in 0..seq {
-        let staged = {
-            let t = txn.open_table(SUBMISSIONS)?;
-            let bytes = t.get((rec.id, attempt, k))?.ok_or_else(|| corrupt(format!("job {} lease {attempt}: staged seq {k} is missing", rec.id)))?;
-            SubmissionRecord::decode(bytes.value())?
-        };
-        hasher.update(&staged.result_json);
-        if unchanged {
-            continue;
+        let staged = staged_record(txn, (rec.id, attempt, k))?;
+        chain.update(staged.result_hash.as_bytes());
+        if !unchanged && !staged.result_json.is_empty() {
+            let sub = wire::parse(&staged.result_json).map_err(|e| corrupt(format!("job {} staged seq {k} no longer parses: {e}", rec.id)))?;
+            if has_graph(&sub) {
+                let p = match proj.as_mut() {
+                    Some(p) => p,
+                    None => proj.insert(Projector::open(txn, rec.id, &tenant, attempt, now)?),
+                };
+                p.apply(&sub, &staged.node_ids, bases, Pass::Deferred, &staged.deferred_edges)?;
+            }
+            collect_children(&sub, &staged.child_blobs, &mut children);
         }
-        let sub = wire::parse(&staged.result_json).map_err(|e| corrupt(format!("job {} staged seq {k} no longer parses: {e}", rec.id)))?;
-        if has_graph(&sub) {
-            let p = match proj.as_mut() {
-                Some(p) => p,
-                None => proj.insert(Projector::open(txn, rec.id, &tenant, attempt, now)?),
-            };
-            p.apply(&sub, &staged.node_ids)?;
+        bases = Bases::after_record(&staged);
+    }
+    chain.update(blake3::hash(fin.result_json).to_hex().as_bytes());
+    if unchanged {
+        // Nothing of this attempt is projected: drop what its partials wrote early.
+        reclaim(txn, rec.id, &tenant, attempt)?;
+    } else {
+        if seq > 0 {
+            txn.open_table(SUBMISSIONS)?.retain_in((rec.id, attempt, 0)..(rec.id, attempt, seq), |_, _| false)?;
         }
-        collect_children(&sub, &staged.child_blobs, &mut children);
-    }
-    if seq > 0 {
-        txn.open_table(SUBMISSIONS)?.retain_in((rec.id, attempt, 0)..(rec.id, attempt, seq), |_, _| false)?;
-    }
-    hasher.update(fin.result_json);
-    if !unchanged {
         if has_graph(fin.sub) {
             let p = match proj.as_mut() {
                 Some(p) => p,
                 None => proj.insert(Projector::open(txn, rec.id, &tenant, attempt, now)?),
             };
-            p.apply(fin.sub, fin.node_ids)?;
+            p.apply(fin.sub, fin.node_ids, bases, Pass::Whole, &[])?;
         }
         collect_children(fin.sub, fin.child_blobs, &mut children);
     }
-    let nodes = proj.as_ref().map_or(0, |p| u64::from(p.nodes));
     drop(proj);
     let enqueued = if children.is_empty() { Vec::new() } else { link_children(tx, rec, children, now)? };
-    Ok(Done {
-        nodes,
-        submission_hash: hasher.finalize().to_hex().to_string(),
-        final_hash: blake3::hash(fin.result_json).to_hex().to_string(),
-        unchanged,
-        enqueued,
-    })
+    let nodes = if unchanged { 0 } else { bases.plus(fin.sub).nodes };
+    Ok(Done { nodes, submission_hash: chain.finalize().to_hex().to_string(), unchanged, enqueued })
+}
+
+/// Deletes what lease `attempt` of `job` wrote before its final submission: its
+/// staged partials and every row its partials applied early. Called in the
+/// transaction that ends the attempt without a final (and for an `unchanged` one).
+pub fn reclaim(txn: &WriteTransaction, job: u64, tenant: &str, attempt: u64) -> Result<(), StoreError> {
+    txn.open_table(SUBMISSIONS)?.retain_in((job, attempt, 0)..=(job, attempt, u32::MAX), |_, _| false)?;
+    let ours = |j: u64, a: u64| j == job && a == attempt;
+
+    let mut projected = Vec::new();
+    txn.open_table(JOB_NODES)?.retain_in((job, 0)..=(job, u32::MAX), |_, v| {
+        projected.push(v.to_vec());
+        false
+    })?;
+    {
+        let mut nodes = txn.open_table(NODES)?;
+        let mut versions = txn.open_table(NODE_VERSIONS)?;
+        for bytes in projected {
+            let p = ProjectedNode::decode(bytes.as_slice())?;
+            let key = (tenant, p.node_id.as_str(), p.version);
+            let written = versions.get(key)?.map(|g| NodeVersionRecord::decode(g.value())).transpose()?;
+            // A version another job wrote (one this job matched unchanged) stays.
+            if written.is_some_and(|v| ours(v.job, v.attempt)) {
+                versions.remove(key)?;
+                match p.version.checked_sub(1).filter(|v| *v > 0) {
+                    Some(previous) => nodes.insert((tenant, p.node_id.as_str()), previous)?,
+                    None => nodes.remove((tenant, p.node_id.as_str()))?,
+                };
+            }
+        }
+    }
+
+    let mut projected = Vec::new();
+    txn.open_table(JOB_EDGES)?.retain_in((job, 0)..=(job, u32::MAX), |_, v| {
+        projected.push(v.to_vec());
+        false
+    })?;
+    {
+        let mut out = txn.open_table(EDGES_OUT)?;
+        let mut into = txn.open_table(EDGES_IN)?;
+        for bytes in projected {
+            let e = ProjectedEdge::decode(bytes.as_slice())?;
+            let key = (tenant, e.from_id.as_str(), e.kind.as_str(), e.to_id.as_str());
+            let written = out.get(key)?.map(|g| EdgeRecord::decode(g.value())).transpose()?;
+            // An edge another job wrote since (last writer wins) stays.
+            if written.is_some_and(|r| ours(r.job, r.attempt)) {
+                out.remove(key)?;
+                into.remove((tenant, e.to_id.as_str(), e.kind.as_str(), e.from_id.as_str()))?;
+            }
+        }
+    }
+    txn.open_table(JOB_SPANS)?.retain_in((job, 0)..=(job, u32::MAX), |_, _| false)?;
+    txn.open_table(JOB_TEXT)?.retain_in((job, 0)..=(job, u32::MAX), |_, _| false)?;
+    txn.open_table(AMBIGUITIES)?.retain_in((tenant, job, 0)..=(tenant, job, u32::MAX), |_, _| false)?;
+    Ok(())
 }
 
 fn collect_children(sub: &Submission, blobs: &[String], out: &mut Vec<ChildSpec>) {
@@ -178,17 +306,12 @@ fn link_children(tx: &mut Tx<'_>, parent: &mut JobRecord, children: Vec<ChildSpe
 type StrKey2 = (&'static str, &'static str);
 type StrKey4 = (&'static str, &'static str, &'static str, &'static str);
 
-/// The graph tables of one transaction, opened once for the whole projection.
+/// The graph tables of one transaction, opened once per pass over a commit.
 struct Projector<'t> {
     job: u64,
     tenant: String,
     attempt: u64,
     now: i64,
-    /// Counters over the whole job (global indexes across partials).
-    nodes: u32,
-    spans: u32,
-    edges: u32,
-    ambiguities: u32,
     node_table: Table<'t, StrKey2, u32>,
     versions: Table<'t, (&'static str, &'static str, u32), &'static [u8]>,
     edges_out: Table<'t, StrKey4, &'static [u8]>,
@@ -200,12 +323,6 @@ struct Projector<'t> {
     ambiguity_table: Table<'t, (&'static str, u64, u32), &'static [u8]>,
 }
 
-fn bump(n: &mut u32, what: &str) -> Result<u32, StoreError> {
-    let at = *n;
-    *n = n.checked_add(1).ok_or_else(|| corrupt(format!("more than u32::MAX {what} in one job")))?;
-    Ok(at)
-}
-
 impl<'t> Projector<'t> {
     fn open(txn: &'t WriteTransaction, job: u64, tenant: &str, attempt: u64, now: i64) -> Result<Self, StoreError> {
         Ok(Self {
@@ -213,10 +330,6 @@ impl<'t> Projector<'t> {
             tenant: tenant.to_string(),
             attempt,
             now,
-            nodes: 0,
-            spans: 0,
-            edges: 0,
-            ambiguities: 0,
             node_table: txn.open_table(NODES)?,
             versions: txn.open_table(NODE_VERSIONS)?,
             edges_out: txn.open_table(EDGES_OUT)?,
@@ -229,19 +342,21 @@ impl<'t> Projector<'t> {
         })
     }
 
-    /// Applies one submission whose nodes got `ids` (in order).
-    fn apply(&mut self, sub: &Submission, ids: &[String]) -> Result<(), StoreError> {
+    /// Writes the parts of `sub` (nodes `ids`, numbered from `b`) that `pass` covers;
+    /// `deferred` are the relationships a `Deferred` pass applies. Returns the
+    /// relationships an `Early` pass had to leave for the final commit.
+    fn apply(&mut self, sub: &Submission, ids: &[String], b: Bases, pass: Pass, deferred: &[u32]) -> Result<Vec<u32>, StoreError> {
         if ids.len() != sub.nodes.len() {
             return Err(corrupt(format!("job {}: {} node ids for {} nodes", self.job, ids.len(), sub.nodes.len())));
         }
-        let id_of = |r: u64| ids.get(usize::try_from(r).unwrap_or(usize::MAX)).ok_or_else(|| corrupt(format!("ref {r} out of range")));
-        if !sub.canonical_text.is_empty() {
-            self.job_text.insert((self.job, sub.seq), sub.canonical_text.as_bytes())?;
-        }
-        let span_base = self.spans;
-        for s in &sub.spans {
-            let at = bump(&mut self.spans, "spans")?;
-            self.job_spans.insert((self.job, at), SpanRecord { start: s.start, end: s.end, kind: s.kind.clone() }.encode_to_vec().as_slice())?;
+        if pass != Pass::Deferred {
+            if !sub.canonical_text.is_empty() {
+                self.job_text.insert((self.job, sub.seq), sub.canonical_text.as_bytes())?;
+            }
+            for (i, s) in sub.spans.iter().enumerate() {
+                let at = index(b.spans + i as u64, "spans")?;
+                self.job_spans.insert((self.job, at), SpanRecord { start: s.start, end: s.end, kind: s.kind.clone() }.encode_to_vec().as_slice())?;
+            }
         }
         // An ambiguity's first candidate gives its node's valid time, unless the node has its own.
         let mut from_ambiguity: Vec<Option<Interval>> = Vec::new();
@@ -254,6 +369,15 @@ impl<'t> Projector<'t> {
             }
         }
         for (i, n) in sub.nodes.iter().enumerate() {
+            let fresh = n.id.is_none();
+            let due = match pass {
+                Pass::Early => fresh,
+                Pass::Deferred => !fresh,
+                Pass::Whole => true,
+            };
+            if !due {
+                continue;
+            }
             let id = &ids[i];
             let valid = n.valid_time.or_else(|| from_ambiguity.get(i).copied().flatten());
             let version = NodeVersionRecord {
@@ -265,42 +389,70 @@ impl<'t> Projector<'t> {
                 valid_from: valid.map(|v| v.valid_from),
                 valid_to: valid.and_then(|v| v.valid_to),
             };
-            let v = self.upsert(id, n.id.is_some(), version)?;
-            let span_refs = n.span_refs.iter().map(|r| span_base.saturating_add(u32::try_from(*r).unwrap_or(u32::MAX))).collect();
-            let at = bump(&mut self.nodes, "nodes")?;
+            let v = self.upsert(id, !fresh, version)?;
+            let span_refs = n.span_refs.iter().map(|r| index(b.spans.saturating_add(*r), "spans")).collect::<Result<_, _>>()?;
+            let at = index(b.nodes + i as u64, "nodes")?;
             self.job_nodes.insert((self.job, at), ProjectedNode { node_id: id.clone(), version: v, span_refs }.encode_to_vec().as_slice())?;
         }
-        for r in &sub.relationships {
-            let from = match (&r.from_id, r.from_ref) {
-                (Some(id), _) => id,
-                (None, Some(x)) => id_of(x)?,
-                (None, None) => return Err(corrupt("edge without a source".into())),
-            };
-            let to = match (&r.to_id, r.to_ref) {
-                (Some(id), _) => id,
-                (None, Some(x)) => id_of(x)?,
-                (None, None) => return Err(corrupt("edge without a target".into())),
-            };
-            let props = r.properties.as_ref().map_or_else(|| "{}".to_string(), |p| p.to_string());
-            let t = self.tenant.as_str();
-            self.edges_out.insert((t, from.as_str(), r.kind.as_str(), to.as_str()), EdgeRecord { properties_json: props.clone(), job: self.job }.encode_to_vec().as_slice())?;
-            self.edges_in.insert((t, to.as_str(), r.kind.as_str(), from.as_str()), ())?;
-            let at = bump(&mut self.edges, "relationships")?;
-            self.job_edges.insert((self.job, at), ProjectedEdge { kind: r.kind.clone(), from_id: from.clone(), to_id: to.clone(), properties_json: props }.encode_to_vec().as_slice())?;
+        let mut left = Vec::new();
+        match pass {
+            Pass::Deferred => {
+                for &j in deferred {
+                    let r = sub.relationships.get(j as usize).ok_or_else(|| corrupt(format!("job {}: deferred relationship {j} is missing", self.job)))?;
+                    self.edge(r, ids, b.edges + u64::from(j), true)?;
+                }
+            }
+            Pass::Early | Pass::Whole => {
+                for (j, r) in sub.relationships.iter().enumerate() {
+                    if !self.edge(r, ids, b.edges + j as u64, pass == Pass::Whole)? {
+                        left.push(index(j as u64, "relationships")?);
+                    }
+                }
+            }
         }
-        for a in &sub.ambiguities {
-            let rec = AmbiguityRecord {
-                node_id: id_of(a.node_ref)?.clone(),
-                kind: a.kind.clone(),
-                candidates: a.candidates.iter().map(|c| CandidateRecord { label: c.label.clone(), valid_from: c.valid_from, valid_to: c.valid_to }).collect(),
-                detector_confidence: a.detector_confidence,
-                applied_candidate_confidence: a.applied_candidate_confidence,
-                severity_hint: a.severity_hint.clone().unwrap_or_default(),
-            };
-            let at = bump(&mut self.ambiguities, "ambiguities")?;
-            self.ambiguity_table.insert((self.tenant.as_str(), self.job, at), rec.encode_to_vec().as_slice())?;
+        if pass != Pass::Deferred {
+            for (k, a) in sub.ambiguities.iter().enumerate() {
+                let node_id = ids.get(usize::try_from(a.node_ref).unwrap_or(usize::MAX)).ok_or_else(|| corrupt(format!("ambiguity ref {} out of range", a.node_ref)))?;
+                let rec = AmbiguityRecord {
+                    node_id: node_id.clone(),
+                    kind: a.kind.clone(),
+                    candidates: a.candidates.iter().map(|c| CandidateRecord { label: c.label.clone(), valid_from: c.valid_from, valid_to: c.valid_to }).collect(),
+                    detector_confidence: a.detector_confidence,
+                    applied_candidate_confidence: a.applied_candidate_confidence,
+                    severity_hint: a.severity_hint.clone().unwrap_or_default(),
+                };
+                let at = index(b.ambiguities + k as u64, "ambiguities")?;
+                self.ambiguity_table.insert((self.tenant.as_str(), self.job, at), rec.encode_to_vec().as_slice())?;
+            }
         }
-        Ok(())
+        Ok(left)
+    }
+
+    /// Writes relationship `r` as the job's relationship number `at`. Unless
+    /// `overwrite`, an edge key another job holds is left as it is and `false` returned.
+    fn edge(&mut self, r: &Relationship, ids: &[String], at: u64, overwrite: bool) -> Result<bool, StoreError> {
+        let end = |id: &Option<String>, rf: Option<u64>, side: &str| -> Result<String, StoreError> {
+            match (id, rf) {
+                (Some(id), _) => Ok(id.clone()),
+                (None, Some(x)) => ids.get(usize::try_from(x).unwrap_or(usize::MAX)).cloned().ok_or_else(|| corrupt(format!("{side} ref {x} out of range"))),
+                (None, None) => Err(corrupt(format!("edge without a {side}"))),
+            }
+        };
+        let from = end(&r.from_id, r.from_ref, "source")?;
+        let to = end(&r.to_id, r.to_ref, "target")?;
+        let props = r.properties.as_ref().map_or_else(|| "{}".to_string(), |p| p.to_string());
+        let t = self.tenant.as_str();
+        let key = (t, from.as_str(), r.kind.as_str(), to.as_str());
+        let record = EdgeRecord { properties_json: props.clone(), job: self.job, attempt: self.attempt };
+        let previous = self.edges_out.insert(key, record.encode_to_vec().as_slice())?.map(|g| EdgeRecord::decode(g.value())).transpose()?;
+        if !overwrite && let Some(p) = previous.filter(|p| (p.job, p.attempt) != (self.job, self.attempt)) {
+            self.edges_out.insert(key, p.encode_to_vec().as_slice())?;
+            return Ok(false);
+        }
+        self.edges_in.insert((t, to.as_str(), r.kind.as_str(), from.as_str()), ())?;
+        let at = index(at, "relationships")?;
+        self.job_edges.insert((self.job, at), ProjectedEdge { kind: r.kind.clone(), from_id: from, to_id: to, properties_json: props }.encode_to_vec().as_slice())?;
+        Ok(true)
     }
 
     /// Writes `version` of node `id` unless it is unchanged; returns the node's version.

@@ -2,12 +2,13 @@
 //!
 //! - [`wire`]: the wire submission (`result_json` v1) as strict Rust types.
 //! - [`validate`]: every rule a submission must pass before any of it is applied.
-//! - [`submit`]: staging of partials (fenced, `seq`-ordered, idempotent) and, at the
-//!   final submission, the one write transaction that makes the job's projection
-//!   visible.
-//! - [`apply`]: inside that transaction, projects all staged partials into the
-//!   tenant's graph (nodes and versions, edges, spans, text, ambiguities), enqueues
-//!   child jobs and records the source's content hash.
+//! - [`submit`]: accepting submissions (fenced, `seq`-ordered, idempotent); each
+//!   partial is applied in the commit that accepts it, and the final submission's
+//!   commit makes the job's projection visible.
+//! - [`apply`]: what each commit writes to the tenant's graph (nodes and versions,
+//!   edges, spans, text, ambiguities), what a partial defers to the final commit,
+//!   child jobs, the source's content hash, and the reclaim of an attempt that ends
+//!   without its final.
 //! - [`read`]: a job's projection, a node with its versions and edges, ambiguities.
 //!
 //! Node ids. A node without a worker-given id gets a core-assigned id `n<decimal>`
@@ -16,10 +17,11 @@
 //! A worker-given id is deterministic and scoped by tenant: it upserts (same labels
 //! and properties → the existing version; otherwise a new version).
 //!
-//! Visibility. Partials are only staged (raw bytes in `SUBMISSIONS`); the graph
-//! tables are written only by the final submission's transaction, so a read never
-//! sees part of a job. Partials of an attempt that fails, expires, is released or
-//! cancelled are deleted with it.
+//! Visibility. A partial writes what no reader can see yet (fresh nodes, edges whose
+//! key no other job holds, the job's own rows) and defers the rest; reads show a
+//! row only once the job that wrote it has succeeded, so a read never sees part of
+//! a job. What an attempt that fails, expires, is released or cancelled wrote is
+//! deleted with it.
 
 pub mod apply;
 pub mod read;

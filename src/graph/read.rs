@@ -2,8 +2,15 @@
 //! projection (only once the job succeeded), a node with its versions and edges,
 //! ambiguities. An edge endpoint is resolved against the tenant's nodes at read
 //! time: one that does not exist (yet) is reported as dangling.
+//!
+//! Visibility: a streamed job's partials are applied as they arrive ([`super::apply`]),
+//! so the tables hold rows of jobs still running. A node version, an edge or an
+//! ambiguity is shown only once the job that wrote it has succeeded; until then a
+//! node reads as absent and an edge to it as dangling.
+use std::collections::HashMap;
+
 use prost::Message;
-use redb::ReadTransaction;
+use redb::{ReadOnlyTable, ReadTransaction};
 
 use super::GraphError;
 use crate::store::jobs::state_of;
@@ -59,8 +66,49 @@ pub struct NodeDetail {
     pub truncated: bool,
 }
 
-fn exists(txn: &ReadTransaction, tenant: &str, id: &str) -> Result<bool, GraphError> {
-    Ok(txn.open_table(NODES)?.get((tenant, id))?.is_some())
+/// What one read can see: the graph tables and, cached, which jobs have succeeded.
+struct View {
+    jobs: ReadOnlyTable<u64, &'static [u8]>,
+    nodes: ReadOnlyTable<(&'static str, &'static str), u32>,
+    versions: ReadOnlyTable<(&'static str, &'static str, u32), &'static [u8]>,
+    succeeded: HashMap<u64, bool>,
+}
+
+impl View {
+    fn open(txn: &ReadTransaction) -> Result<Self, GraphError> {
+        Ok(Self { jobs: txn.open_table(JOBS)?, nodes: txn.open_table(NODES)?, versions: txn.open_table(NODE_VERSIONS)?, succeeded: HashMap::new() })
+    }
+
+    /// Whether what `job` wrote is visible: it has succeeded.
+    fn job_visible(&mut self, job: u64) -> Result<bool, GraphError> {
+        if let Some(v) = self.succeeded.get(&job) {
+            return Ok(*v);
+        }
+        let visible = match self.jobs.get(job)? {
+            Some(b) => state_of(&JobRecord::decode(b.value())?)? == JobState::Succeeded,
+            None => false,
+        };
+        self.succeeded.insert(job, visible);
+        Ok(visible)
+    }
+
+    /// Version `version` of node `id`, if it exists and its job has succeeded.
+    fn version(&mut self, tenant: &str, id: &str, version: u32) -> Result<Option<NodeVersionRecord>, GraphError> {
+        let Some(b) = self.versions.get((tenant, id, version))? else { return Ok(None) };
+        let rec = NodeVersionRecord::decode(b.value())?;
+        Ok(if self.job_visible(rec.job)? { Some(rec) } else { None })
+    }
+
+    /// Whether node `id` exists for readers (a version of it is visible).
+    fn exists(&mut self, tenant: &str, id: &str) -> Result<bool, GraphError> {
+        let Some(current) = self.nodes.get((tenant, id))?.map(|g| g.value()) else { return Ok(false) };
+        for v in (1..=current).rev() {
+            if self.version(tenant, id, v)?.is_some() {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
 }
 
 /// A finished job's projection. `tenant`, when given, must be the job's tenant.
@@ -91,7 +139,7 @@ pub fn projection(txn: &ReadTransaction, job: u64, tenant: Option<&str>, max_ite
         }
         spans.push(SpanRecord::decode(e?.1.value())?);
     }
-    let versions = txn.open_table(NODE_VERSIONS)?;
+    let mut view = View::open(txn)?;
     let mut nodes = Vec::new();
     for e in txn.open_table(JOB_NODES)?.range((job, 0)..=(job, u32::MAX))? {
         if nodes.len() >= max_items {
@@ -99,7 +147,7 @@ pub fn projection(txn: &ReadTransaction, job: u64, tenant: Option<&str>, max_ite
             break;
         }
         let p = ProjectedNode::decode(e?.1.value())?;
-        let v = match versions.get((t.as_str(), p.node_id.as_str(), p.version))? {
+        let v = match view.versions.get((t.as_str(), p.node_id.as_str(), p.version))? {
             Some(b) => NodeVersionRecord::decode(b.value())?,
             None => return Err(crate::store::StoreError::Corrupt(format!("job {job} names version {} of node {:?}, which is missing", p.version, p.node_id)).into()),
         };
@@ -112,8 +160,8 @@ pub fn projection(txn: &ReadTransaction, job: u64, tenant: Option<&str>, max_ite
             break;
         }
         let p = ProjectedEdge::decode(e?.1.value())?;
-        let from_dangling = !exists(txn, &t, &p.from_id)?;
-        let to_dangling = !exists(txn, &t, &p.to_id)?;
+        let from_dangling = !view.exists(&t, &p.from_id)?;
+        let to_dangling = !view.exists(&t, &p.to_id)?;
         relationships.push(EdgeView { kind: p.kind, from_id: p.from_id, to_id: p.to_id, properties_json: p.properties_json, from_dangling, to_dangling });
     }
     let (ambiguities, more) = list_ambiguities(txn, &t, Some(job), None, max_items)?;
@@ -123,13 +171,17 @@ pub fn projection(txn: &ReadTransaction, job: u64, tenant: Option<&str>, max_ite
 
 /// Node `id` of `tenant`: every version, and up to `max_edges` edges each way.
 pub fn node(txn: &ReadTransaction, tenant: &str, id: &str, max_edges: usize) -> Result<NodeDetail, GraphError> {
-    if !exists(txn, tenant, id)? {
+    let mut view = View::open(txn)?;
+    if !view.exists(tenant, id)? {
         return Err(GraphError::NoNode(crate::failure::truncate_utf8(id, 128).to_string()));
     }
     let mut versions = Vec::new();
     for e in txn.open_table(NODE_VERSIONS)?.range((tenant, id, 0)..=(tenant, id, u32::MAX))? {
         let (k, v) = e?;
-        versions.push((k.value().2, NodeVersionRecord::decode(v.value())?));
+        let rec = NodeVersionRecord::decode(v.value())?;
+        if view.job_visible(rec.job)? {
+            versions.push((k.value().2, rec));
+        }
     }
     let mut truncated = false;
     let out_table = txn.open_table(EDGES_OUT)?;
@@ -145,7 +197,10 @@ pub fn node(txn: &ReadTransaction, tenant: &str, id: &str, max_edges: usize) -> 
             break;
         }
         let r = EdgeRecord::decode(v.value())?;
-        let to_dangling = !exists(txn, tenant, to)?;
+        if !view.job_visible(r.job)? {
+            continue;
+        }
+        let to_dangling = !view.exists(tenant, to)?;
         edges_out.push(EdgeView { kind: kind.into(), from_id: from.into(), to_id: to.into(), properties_json: r.properties_json, from_dangling: false, to_dangling });
     }
     let mut edges_in = Vec::new();
@@ -160,10 +215,16 @@ pub fn node(txn: &ReadTransaction, tenant: &str, id: &str, max_edges: usize) -> 
             break;
         }
         let props = match out_table.get((tenant, from, kind, to))? {
-            Some(b) => EdgeRecord::decode(b.value())?.properties_json,
+            Some(b) => {
+                let r = EdgeRecord::decode(b.value())?;
+                if !view.job_visible(r.job)? {
+                    continue;
+                }
+                r.properties_json
+            }
             None => "{}".into(),
         };
-        let from_dangling = !exists(txn, tenant, from)?;
+        let from_dangling = !view.exists(tenant, from)?;
         edges_in.push(EdgeView { kind: kind.into(), from_id: from.into(), to_id: to.into(), properties_json: props, from_dangling, to_dangling: false });
     }
     Ok(NodeDetail { tenant: tenant.into(), id: id.into(), versions, edges_out, edges_in, truncated })
@@ -177,6 +238,7 @@ pub type AmbiguityPos = (u64, u32);
 pub fn list_ambiguities(txn: &ReadTransaction, tenant: &str, job: Option<u64>, after: Option<AmbiguityPos>, limit: usize) -> Result<(Vec<AmbiguityView>, Option<AmbiguityPos>), GraphError> {
     let (lo_job, hi_job) = job.map_or((0, u64::MAX), |j| (j, j));
     let table = txn.open_table(AMBIGUITIES)?;
+    let mut view = View::open(txn)?;
     let range = match after {
         Some((j, i)) if i == u32::MAX => table.range((tenant, j.saturating_add(1), 0)..=(tenant, hi_job, u32::MAX))?,
         Some((j, i)) => table.range((tenant, j, i + 1)..=(tenant, hi_job, u32::MAX))?,
@@ -187,6 +249,9 @@ pub fn list_ambiguities(txn: &ReadTransaction, tenant: &str, job: Option<u64>, a
     for e in range {
         let (k, v) = e?;
         let (_, j, i) = k.value();
+        if !view.job_visible(j)? {
+            continue;
+        }
         if out.len() >= limit {
             return Ok((out, last));
         }

@@ -1,14 +1,16 @@
 //! Accepting a validated submission inside the shared write transaction: fencing,
 //! `seq` order (a re-send is idempotent, a gap fails the attempt as `protocol`),
-//! node ids, staging of partials, and at the final submission the commit that
-//! applies the whole projection ([`super::apply`]).
+//! node ids, the early application of partials and, at the final submission, the
+//! commit that makes the projection visible ([`super::apply`]).
 //!
-//! Each staged record carries running totals (text end offset, node count, latest
-//! content hash), so accepting partial `k` reads only record `k - 1`: the cost of a
-//! partial does not grow with the number of partials before it.
+//! Each submission's record carries running totals (text end offset, counts of
+//! nodes, spans, relationships and ambiguities, latest content hash), so accepting
+//! partial `k` reads only record `k - 1`: the cost of a partial does not grow with
+//! the number of partials before it.
 use prost::Message;
 use redb::{ReadTransaction, ReadableTable, WriteTransaction};
 
+use super::apply::{self, Bases};
 use super::wire::Submission;
 use crate::failure::FailureKind;
 use crate::store::jobs::{self, FailOutcome, Policy};
@@ -86,7 +88,7 @@ pub fn submit(tx: &mut Tx<'_>, s: Staged, policy: &Policy, now: i64) -> Result<S
     let key = (s.job_id, s.attempt, seq);
     if let Some(stored) = record(tx.txn, key)? {
         // A re-send (the worker did not see our reply): same bytes → same answer.
-        let same = if stored.result_hash.is_empty() { stored.result_json == s.result_json } else { stored.result_hash == blake3::hash(&s.result_json).to_hex().as_str() };
+        let same = stored.result_hash == blake3::hash(&s.result_json).to_hex().as_str();
         let same_lease = jobs::load(tx.txn, s.job_id)?.is_some_and(|r| r.lease_seq == s.attempt);
         if same && same_lease {
             let deadline = jobs::load_lease(tx.txn, s.job_id)?.map(|l| l.deadline).unwrap_or(0);
@@ -121,7 +123,7 @@ pub fn submit(tx: &mut Tx<'_>, s: Staged, policy: &Policy, now: i64) -> Result<S
         Some(p) => record(tx.txn, (s.job_id, s.attempt, p))?,
         None => None,
     };
-    let (base, nodes_before, hash_before) = prev.map(|p| (p.text_end, p.nodes_total, p.content_hash)).unwrap_or_default();
+    let (base, bases, hash_before) = prev.map(|p| (p.text_end, Bases::after_record(&p), p.content_hash)).unwrap_or_default();
     if s.base != base {
         // Only a worker that sends seq k before seq k-1 was acknowledged gets here.
         return Ok(SubmitOutcome::Rejected(format!("seq {seq} was checked against text offset {} but the text so far ends at {base}: send it again", s.base)));
@@ -140,18 +142,27 @@ pub fn submit(tx: &mut Tx<'_>, s: Staged, policy: &Policy, now: i64) -> Result<S
             }
         })
         .collect();
+    let totals = bases.plus(&s.sub);
     let mut stored = SubmissionRecord {
         result_json: Vec::new(),
         node_ids: node_ids.clone(),
         partial: s.sub.partial,
         text_end: base + s.sub.canonical_text.len() as u64,
-        nodes_total: nodes_before + node_ids.len() as u64,
+        nodes_total: totals.nodes,
+        spans_total: totals.spans,
+        edges_total: totals.edges,
+        ambiguities_total: totals.ambiguities,
         content_hash: s.sub.content_hash.clone().unwrap_or(hash_before),
         child_blobs: s.child_blobs.clone(),
-        result_hash: String::new(),
+        result_hash: blake3::hash(&s.result_json).to_hex().to_string(),
+        deferred_edges: Vec::new(),
     };
     if s.sub.partial {
-        stored.result_json = s.result_json;
+        let early = apply::apply_partial(tx.txn, s.job_id, &rec.tenant, s.attempt, &s.sub, &node_ids, bases, now)?;
+        stored.deferred_edges = early.deferred_edges;
+        if early.needs_final {
+            stored.result_json = s.result_json;
+        }
         tx.txn.open_table(SUBMISSIONS)?.insert(key, stored.encode_to_vec().as_slice())?;
         // A partial is a sign of life: it extends the lease like a heartbeat.
         lease.deadline = lease.deadline.max(now + policy.lease_us);
@@ -161,11 +172,10 @@ pub fn submit(tx: &mut Tx<'_>, s: Staged, policy: &Policy, now: i64) -> Result<S
         return Ok(SubmitOutcome::Accepted { node_ids, finished: false, lease_deadline: lease.deadline, enqueued: vec![] });
     }
 
-    let fin = super::apply::Final { sub: &s.sub, result_json: &s.result_json, node_ids: &node_ids, child_blobs: &s.child_blobs, content_hash: &stored.content_hash };
-    let done = super::apply::finalize(tx, &mut rec, s.attempt, fin, now)?;
+    let fin = apply::Final { sub: &s.sub, result_json: &s.result_json, node_ids: &node_ids, child_blobs: &s.child_blobs, content_hash: &stored.content_hash };
+    let done = apply::finalize(tx, &mut rec, s.attempt, fin, now)?;
     // The staged partials were applied; only the final record stays (without its
     // bytes), so that a re-sent final gets the same answer.
-    stored.result_hash = done.final_hash;
     tx.txn.open_table(SUBMISSIONS)?.insert(key, stored.encode_to_vec().as_slice())?;
     let old = JobState::Leased;
     rec.state = u32::from(transition(old, Event::Succeed).map_err(|e| StoreError::Corrupt(e.to_string()))?.code());

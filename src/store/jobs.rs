@@ -164,11 +164,10 @@ pub(crate) fn save(tx: &mut Tx<'_>, old: Option<JobState>, rec: &JobRecord, now:
     Ok(())
 }
 
-/// Deletes the stored partial submissions of lease `attempt` of job `id` (reclaim).
-fn drop_submissions(txn: &WriteTransaction, id: u64, attempt: u64) -> Result<(), StoreError> {
-    let mut t = txn.open_table(SUBMISSIONS)?;
-    t.retain_in((id, attempt, 0)..=(id, attempt, u32::MAX), |_, _| false)?;
-    Ok(())
+/// Deletes what lease `attempt` of `rec` submitted before its final: staged
+/// partials and the rows they applied early (see `graph::apply::reclaim`).
+fn drop_submissions(txn: &WriteTransaction, rec: &JobRecord, attempt: u64) -> Result<(), StoreError> {
+    crate::graph::apply::reclaim(txn, rec.id, &rec.tenant, attempt)
 }
 
 // ---------------------------------------------------------------------------
@@ -283,7 +282,7 @@ pub fn fail(tx: &mut Tx<'_>, id: u64, worker: Option<&str>, attempt: u64, mut fa
     let event = Event::Fail { permanent: failure.permanent, attempts: rec.attempts, max_attempts: policy.max_attempts };
     let next = transition(JobState::Leased, event).map_err(|e| StoreError::Corrupt(e.to_string()))?;
     tx.txn.open_table(FAILURES)?.insert((id, attempt), failure.encode_to_vec().as_slice())?;
-    drop_submissions(tx.txn, id, attempt)?;
+    drop_submissions(tx.txn, &rec, attempt)?;
     rec.state = u32::from(next.code());
     rec.updated_at = now;
     let outcome = if next == JobState::Retrying {
@@ -348,7 +347,7 @@ pub fn release(tx: &mut Tx<'_>, id: u64, attempt: Option<u64>, now: i64) -> Resu
     let Some(mut rec) = load(tx.txn, id)? else { return Ok(None) };
     let old = state_of(&rec)?;
     let Ok(next) = transition(old, Event::Release) else { return Ok(None) };
-    drop_submissions(tx.txn, id, lease.attempt)?;
+    drop_submissions(tx.txn, &rec, lease.attempt)?;
     rec.state = u32::from(next.code());
     rec.updated_at = now;
     save(tx, Some(old), &rec, now)?;
@@ -394,7 +393,7 @@ pub fn cancel(tx: &mut Tx<'_>, id: u64, tenant: Option<&str>, now: i64) -> Resul
     };
     let lease = load_lease(tx.txn, id)?;
     if let Some(l) = &lease {
-        drop_submissions(tx.txn, id, l.attempt)?;
+        drop_submissions(tx.txn, &rec, l.attempt)?;
     }
     rec.state = u32::from(next.code());
     rec.next_attempt_at = 0;

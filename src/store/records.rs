@@ -105,9 +105,22 @@ pub struct SubmissionRecord {
     /// Per child job of this submission: "<blake3>:<size>" of its content blob, or "".
     #[prost(string, repeated, tag = "7")]
     pub child_blobs: Vec<String>,
-    /// blake3 of `result_json`, kept once the bytes are dropped (after the final commit).
+    /// blake3 (hex) of the submission's bytes. `result_json` itself is kept only for a
+    /// partial with parts the final commit still has to apply (see `graph::apply`).
     #[prost(string, tag = "8")]
     pub result_hash: String,
+    /// Running count of spans up to and including this submission.
+    #[prost(uint64, tag = "9")]
+    pub spans_total: u64,
+    /// Running count of relationships up to and including this submission.
+    #[prost(uint64, tag = "10")]
+    pub edges_total: u64,
+    /// Running count of ambiguities up to and including this submission.
+    #[prost(uint64, tag = "11")]
+    pub ambiguities_total: u64,
+    /// Indexes (within this submission) of the relationships deferred to the final commit.
+    #[prost(uint32, repeated, tag = "12")]
+    pub deferred_edges: Vec<u32>,
 }
 
 /// One version of a node.
@@ -122,7 +135,8 @@ pub struct NodeVersionRecord {
     pub job: u64,
     #[prost(uint64, tag = "4")]
     pub attempt: u64,
-    /// When the job's final submission committed (µs).
+    /// When this version was written (µs): the commit of the submission that carried it,
+    /// a partial's for a node applied early. It is visible from its job's final commit.
     #[prost(int64, tag = "5")]
     pub committed_at: i64,
     #[prost(int64, optional, tag = "6")]
@@ -139,6 +153,9 @@ pub struct EdgeRecord {
     /// The job that last wrote the edge.
     #[prost(uint64, tag = "2")]
     pub job: u64,
+    /// That job's lease number (0 in records written before partials applied early).
+    #[prost(uint64, tag = "3")]
+    pub attempt: u64,
 }
 
 /// A node as one job projected it.

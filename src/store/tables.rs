@@ -36,8 +36,9 @@ pub const SUBMISSIONS: TableDefinition<(u64, u64, u32), &[u8]> = TableDefinition
 // ---------------------------------------------------------------------------
 // The graph. Every key of tenant data starts with the tenant: the same node id in
 // two tenants is two nodes, and a range scan never crosses into another tenant.
-// Nothing here is written before a job's final submission commits (partials stay
-// in SUBMISSIONS), so whatever a read finds here is visible by construction.
+// A streamed job's partials are written here as they are accepted; reads show a
+// row only once the job that wrote it has succeeded (graph::read), and an attempt
+// that ends without its final has its rows deleted (graph::apply::reclaim).
 // ---------------------------------------------------------------------------
 
 /// Nodes. Key: (tenant, node id). Value: the node's current version number (1-based).

@@ -318,6 +318,16 @@ impl Worker {
 }
 
 /// A minimal valid final submission with `n` nodes.
+/// The core's submission hash of a job's submissions: blake3 over the hex blake3 of
+/// each one, in `seq` order.
+pub fn submission_hash<'a>(parts: impl IntoIterator<Item = &'a [u8]>) -> String {
+    let mut h = blake3::Hasher::new();
+    for part in parts {
+        h.update(blake3::hash(part).to_hex().as_bytes());
+    }
+    h.finalize().to_hex().to_string()
+}
+
 pub fn result_with_nodes(n: usize) -> String {
     let nodes: Vec<String> = (0..n).map(|i| format!(r#"{{"labels":["PARAGRAPH"],"properties":{{"i":{i}}},"spanRefs":[]}}"#)).collect();
     format!(r#"{{"v":1,"canonicalText":"","spans":[],"nodes":[{}],"relationships":[]}}"#, nodes.join(","))
