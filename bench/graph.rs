@@ -93,7 +93,7 @@ async fn main() {
     let mut window = Instant::now();
     let mut window_n = 0usize;
     let mut bytes_sent = 0usize;
-    let mut staged_peak = 0.0f64;
+    let mut partials_peak = 0.0f64;
     let mut final_latency = 0.0;
     for k in 0..p {
         let (json, len) = partial(k, p, per, base, prev_last.as_deref());
@@ -110,7 +110,7 @@ async fn main() {
         window_n += 1;
         let (rss, hwm) = memory(pid);
         if k + 1 < p {
-            staged_peak = hwm;
+            partials_peak = hwm;
         }
         if [1, 10, 25, 50, 75].contains(&(k + 1)) || k + 2 == p {
             println!("{:>8}  {:>10}  {:>10.1}  {:>10.0}  {:>10.0}", k + 1, (k + 1) * per, window_n as f64 / window.elapsed().as_secs_f64(), rss, hwm);
@@ -126,10 +126,10 @@ async fn main() {
     let disk = disk_bytes(&s.data_dir());
     println!("{:>8}  {:>10}  {:>10}  {:>10.0}  {:>10.0}   (after the final commit)", p, per * p, "-", rss, hwm);
     println!();
-    println!("final commit (applies all {p} partials): {final_latency:.2} s");
+    println!("final commit (after {p} partials applied as they came): {final_latency:.2} s");
     println!("end to end: {:.0} nodes/s committed ({} nodes, {:.1} s, {:.0} MiB of result_json)", (per * p) as f64 / total, per * p, total, bytes_sent as f64 / 1048576.0);
     println!("disk: {:.0} MiB in the data dir, {:.0} bytes per node (node + version + span + edge + indexes)", disk as f64 / 1048576.0, disk as f64 / (per * p) as f64);
-    println!("server peak RSS: {staged_peak:.0} MiB while staging partials, {hwm:.0} MiB after the final commit");
+    println!("server peak RSS: {partials_peak:.0} MiB while partials arrive, {hwm:.0} MiB after the final commit");
 
     // A read of the committed projection (first items only) and of one node.
     let mut c = s.client().await.max_decoding_message_size(256 << 20);

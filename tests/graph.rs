@@ -132,6 +132,10 @@ async fn partials_concatenate_and_stay_invisible_until_the_final_commit() {
     let ids: Vec<&str> = p.nodes.iter().map(|n| n.id.as_str()).collect();
     assert_eq!(ids, vec!["table:1", r0.node_ids[1].as_str(), r1.node_ids[0].as_str()]);
     assert_eq!(p.nodes[2].span_refs, vec![1], "spanRefs of a later partial are not global");
+    let req = GetProjectionRequest { job_id: j.job_id.clone(), tenant_id: "t".into(), max_items: 2 };
+    let cut = s.client().await.get_projection(req).await.unwrap().into_inner();
+    let cut_ids: Vec<&str> = cut.nodes.iter().map(|n| n.id.as_str()).collect();
+    assert_eq!((cut_ids, cut.spans.len(), cut.truncated), (ids[..2].to_vec(), 2, true), "max_items cuts inside a partial's record");
     assert_eq!(p.relationships.len(), 2);
     assert!(p.relationships.iter().all(|r| !r.from_dangling && !r.to_dangling));
     assert_eq!(p.relationships[1].from_id, r0.node_ids[1]);

@@ -79,10 +79,38 @@ pub struct Early {
     pub needs_final: bool,
 }
 
-/// Applies what partial `sub` (of lease `attempt` of `job`, nodes `ids`, numbered
-/// from `bases`) can write before the final commit.
-pub fn apply_partial(txn: &WriteTransaction, job: u64, tenant: &str, attempt: u64, sub: &Submission, ids: &[String], bases: Bases, now: i64) -> Result<Early, StoreError> {
-    let deferred_edges = if has_graph(sub) { Projector::open(txn, job, tenant, attempt, now)?.apply(sub, ids, bases, Pass::Early, &[])? } else { Vec::new() };
+/// A submission's node and relationship properties as the canonical JSON text the
+/// store keeps (sorted keys; "{}" when absent). Made where the submission is checked,
+/// off the store's writer thread.
+#[derive(Debug, Clone, Default)]
+pub struct Encoded {
+    pub nodes: Vec<String>,
+    pub edges: Vec<String>,
+}
+
+impl Encoded {
+    pub fn of(sub: &Submission) -> Self {
+        fn text(v: Option<&serde_json::Value>) -> String {
+            // Serializing a Value (a map or a scalar) to a String cannot fail.
+            v.map_or_else(|| "{}".to_string(), |v| serde_json::to_string(v).unwrap_or_default())
+        }
+        Self { nodes: sub.nodes.iter().map(|n| text(n.properties.as_ref())).collect(), edges: sub.relationships.iter().map(|r| text(r.properties.as_ref())).collect() }
+    }
+}
+
+/// An accepted submission with what the core made of it.
+pub struct Part<'a> {
+    pub sub: &'a Submission,
+    /// Its nodes' ids, in order.
+    pub ids: &'a [String],
+    pub props: &'a Encoded,
+}
+
+/// Applies what `part` (a partial of lease `attempt` of `rec`, numbered from
+/// `bases`) can write before the final commit.
+pub fn apply_partial(txn: &WriteTransaction, rec: &JobRecord, attempt: u64, part: Part<'_>, bases: Bases, now: i64) -> Result<Early, StoreError> {
+    let Part { sub, ids, props } = part;
+    let deferred_edges = if has_graph(sub) { Projector::open(txn, rec.id, &rec.tenant, attempt, now)?.apply(sub, ids, props, bases, Pass::Early, &[])? } else { Vec::new() };
     let needs_final = !deferred_edges.is_empty() || sub.nodes.iter().any(|n| n.id.is_some()) || !sub.child_jobs.is_empty();
     Ok(Early { deferred_edges, needs_final })
 }
@@ -92,6 +120,7 @@ pub struct Final<'a> {
     pub sub: &'a Submission,
     pub result_json: &'a [u8],
     pub node_ids: &'a [String],
+    pub props: &'a Encoded,
     pub child_blobs: &'a [String],
     /// The latest contentHash over all of the job's submissions ("" when none).
     pub content_hash: &'a str,
@@ -163,7 +192,7 @@ pub fn finalize(tx: &mut Tx<'_>, rec: &mut JobRecord, attempt: u64, fin: Final<'
                     Some(p) => p,
                     None => proj.insert(Projector::open(txn, rec.id, &tenant, attempt, now)?),
                 };
-                p.apply(&sub, &staged.node_ids, bases, Pass::Deferred, &staged.deferred_edges)?;
+                p.apply(&sub, &staged.node_ids, &Encoded::of(&sub), bases, Pass::Deferred, &staged.deferred_edges)?;
             }
             collect_children(&sub, &staged.child_blobs, &mut children);
         }
@@ -182,7 +211,7 @@ pub fn finalize(tx: &mut Tx<'_>, rec: &mut JobRecord, attempt: u64, fin: Final<'
                 Some(p) => p,
                 None => proj.insert(Projector::open(txn, rec.id, &tenant, attempt, now)?),
             };
-            p.apply(fin.sub, fin.node_ids, bases, Pass::Whole, &[])?;
+            p.apply(fin.sub, fin.node_ids, fin.props, bases, Pass::Whole, &[])?;
         }
         collect_children(fin.sub, fin.child_blobs, &mut children);
     }
@@ -199,45 +228,43 @@ pub fn reclaim(txn: &WriteTransaction, job: u64, tenant: &str, attempt: u64) -> 
     txn.open_table(SUBMISSIONS)?.retain_in((job, attempt, 0)..=(job, attempt, u32::MAX), |_, _| false)?;
     let ours = |j: u64, a: u64| j == job && a == attempt;
 
-    let mut projected = Vec::new();
+    let mut chunks = Vec::new();
     txn.open_table(JOB_NODES)?.retain_in((job, 0)..=(job, u32::MAX), |_, v| {
-        projected.push(v.to_vec());
+        chunks.push(v.to_vec());
         false
     })?;
     {
-        let mut nodes = txn.open_table(NODES)?;
         let mut versions = txn.open_table(NODE_VERSIONS)?;
-        for bytes in projected {
-            let p = ProjectedNode::decode(bytes.as_slice())?;
-            let key = (tenant, p.node_id.as_str(), p.version);
-            let written = versions.get(key)?.map(|g| NodeVersionRecord::decode(g.value())).transpose()?;
-            // A version another job wrote (one this job matched unchanged) stays.
-            if written.is_some_and(|v| ours(v.job, v.attempt)) {
-                versions.remove(key)?;
-                match p.version.checked_sub(1).filter(|v| *v > 0) {
-                    Some(previous) => nodes.insert((tenant, p.node_id.as_str()), previous)?,
-                    None => nodes.remove((tenant, p.node_id.as_str()))?,
-                };
+        for chunk in chunks {
+            // Version 0: a deferred upsert that was never applied.
+            for p in ProjectedNodes::decode(chunk.as_slice())?.nodes.into_iter().filter(|p| p.version > 0) {
+                let key = (tenant, p.node_id.as_str(), p.version);
+                let written = versions.get(key)?.map(|g| NodeVersionRecord::decode(g.value())).transpose()?;
+                // A version another job wrote (one this job matched unchanged) stays.
+                if written.is_some_and(|v| ours(v.job, v.attempt)) {
+                    versions.remove(key)?;
+                }
             }
         }
     }
 
-    let mut projected = Vec::new();
+    let mut chunks = Vec::new();
     txn.open_table(JOB_EDGES)?.retain_in((job, 0)..=(job, u32::MAX), |_, v| {
-        projected.push(v.to_vec());
+        chunks.push(v.to_vec());
         false
     })?;
     {
         let mut out = txn.open_table(EDGES_OUT)?;
         let mut into = txn.open_table(EDGES_IN)?;
-        for bytes in projected {
-            let e = ProjectedEdge::decode(bytes.as_slice())?;
-            let key = (tenant, e.from_id.as_str(), e.kind.as_str(), e.to_id.as_str());
-            let written = out.get(key)?.map(|g| EdgeRecord::decode(g.value())).transpose()?;
-            // An edge another job wrote since (last writer wins) stays.
-            if written.is_some_and(|r| ours(r.job, r.attempt)) {
-                out.remove(key)?;
-                into.remove((tenant, e.to_id.as_str(), e.kind.as_str(), e.from_id.as_str()))?;
+        for chunk in chunks {
+            for e in ProjectedEdges::decode(chunk.as_slice())?.edges {
+                let key = (tenant, e.from_id.as_str(), e.kind.as_str(), e.to_id.as_str());
+                let written = out.get(key)?.map(|g| EdgeRecord::decode(g.value())).transpose()?;
+                // An edge another job holds (deferred, or written since: last writer wins) stays.
+                if written.is_some_and(|r| ours(r.job, r.attempt)) {
+                    out.remove(key)?;
+                    into.remove((tenant, e.to_id.as_str(), e.kind.as_str(), e.from_id.as_str()))?;
+                }
             }
         }
     }
@@ -303,8 +330,15 @@ fn link_children(tx: &mut Tx<'_>, parent: &mut JobRecord, children: Vec<ChildSpe
     Ok(created)
 }
 
-type StrKey2 = (&'static str, &'static str);
 type StrKey4 = (&'static str, &'static str, &'static str, &'static str);
+type VersionKey = (&'static str, &'static str, u32);
+
+/// The latest version of node `id` and its record, if the node has any.
+fn current_version(versions: &Table<'_, VersionKey, &'static [u8]>, tenant: &str, id: &str) -> Result<Option<(u32, NodeVersionRecord)>, StoreError> {
+    let Some(entry) = versions.range((tenant, id, 0)..=(tenant, id, u32::MAX))?.next_back() else { return Ok(None) };
+    let (k, v) = entry?;
+    Ok(Some((k.value().2, NodeVersionRecord::decode(v.value())?)))
+}
 
 /// The graph tables of one transaction, opened once per pass over a commit.
 struct Projector<'t> {
@@ -312,8 +346,7 @@ struct Projector<'t> {
     tenant: String,
     attempt: u64,
     now: i64,
-    node_table: Table<'t, StrKey2, u32>,
-    versions: Table<'t, (&'static str, &'static str, u32), &'static [u8]>,
+    versions: Table<'t, VersionKey, &'static [u8]>,
     edges_out: Table<'t, StrKey4, &'static [u8]>,
     edges_in: Table<'t, StrKey4, ()>,
     job_nodes: Table<'t, (u64, u32), &'static [u8]>,
@@ -330,7 +363,6 @@ impl<'t> Projector<'t> {
             tenant: tenant.to_string(),
             attempt,
             now,
-            node_table: txn.open_table(NODES)?,
             versions: txn.open_table(NODE_VERSIONS)?,
             edges_out: txn.open_table(EDGES_OUT)?,
             edges_in: txn.open_table(EDGES_IN)?,
@@ -342,71 +374,43 @@ impl<'t> Projector<'t> {
         })
     }
 
-    /// Writes the parts of `sub` (nodes `ids`, numbered from `b`) that `pass` covers;
-    /// `deferred` are the relationships a `Deferred` pass applies. Returns the
-    /// relationships an `Early` pass had to leave for the final commit.
-    fn apply(&mut self, sub: &Submission, ids: &[String], b: Bases, pass: Pass, deferred: &[u32]) -> Result<Vec<u32>, StoreError> {
-        if ids.len() != sub.nodes.len() {
+    /// Writes the parts of `sub` (nodes `ids`, properties `props`, numbered from `b`)
+    /// that `pass` covers; `deferred` are the relationships a `Deferred` pass applies.
+    /// Returns the relationships an `Early` pass had to leave for the final commit.
+    fn apply(&mut self, sub: &Submission, ids: &[String], props: &Encoded, b: Bases, pass: Pass, deferred: &[u32]) -> Result<Vec<u32>, StoreError> {
+        if ids.len() != sub.nodes.len() || props.nodes.len() != sub.nodes.len() || props.edges.len() != sub.relationships.len() {
             return Err(corrupt(format!("job {}: {} node ids for {} nodes", self.job, ids.len(), sub.nodes.len())));
         }
+        let key = (self.job, sub.seq);
         if pass != Pass::Deferred {
             if !sub.canonical_text.is_empty() {
-                self.job_text.insert((self.job, sub.seq), sub.canonical_text.as_bytes())?;
+                self.job_text.insert(key, sub.canonical_text.as_bytes())?;
             }
-            for (i, s) in sub.spans.iter().enumerate() {
-                let at = index(b.spans + i as u64, "spans")?;
-                self.job_spans.insert((self.job, at), SpanRecord { start: s.start, end: s.end, kind: s.kind.clone() }.encode_to_vec().as_slice())?;
-            }
-        }
-        // An ambiguity's first candidate gives its node's valid time, unless the node has its own.
-        let mut from_ambiguity: Vec<Option<Interval>> = Vec::new();
-        if !sub.ambiguities.is_empty() {
-            from_ambiguity = vec![None; sub.nodes.len()];
-            for a in &sub.ambiguities {
-                if let (Some(slot), Some(c)) = (from_ambiguity.get_mut(usize::try_from(a.node_ref).unwrap_or(usize::MAX)), a.candidates.first()) {
-                    slot.get_or_insert(Interval { valid_from: c.valid_from, valid_to: c.valid_to });
-                }
+            if !sub.spans.is_empty() {
+                let spans = sub.spans.iter().map(|s| SpanRecord { start: s.start, end: s.end, kind: s.kind.clone() }).collect();
+                self.job_spans.insert(key, SpanRecords { spans }.encode_to_vec().as_slice())?;
             }
         }
-        for (i, n) in sub.nodes.iter().enumerate() {
-            let fresh = n.id.is_none();
-            let due = match pass {
-                Pass::Early => fresh,
-                Pass::Deferred => !fresh,
-                Pass::Whole => true,
-            };
-            if !due {
-                continue;
-            }
-            let id = &ids[i];
-            let valid = n.valid_time.or_else(|| from_ambiguity.get(i).copied().flatten());
-            let version = NodeVersionRecord {
-                labels: n.labels.clone(),
-                properties_json: n.properties.as_ref().map_or_else(|| "{}".to_string(), |p| p.to_string()),
-                job: self.job,
-                attempt: self.attempt,
-                committed_at: self.now,
-                valid_from: valid.map(|v| v.valid_from),
-                valid_to: valid.and_then(|v| v.valid_to),
-            };
-            let v = self.upsert(id, !fresh, version)?;
-            let span_refs = n.span_refs.iter().map(|r| index(b.spans.saturating_add(*r), "spans")).collect::<Result<_, _>>()?;
-            let at = index(b.nodes + i as u64, "nodes")?;
-            self.job_nodes.insert((self.job, at), ProjectedNode { node_id: id.clone(), version: v, span_refs }.encode_to_vec().as_slice())?;
-        }
+        self.nodes(sub, ids, props, b, pass)?;
         let mut left = Vec::new();
         match pass {
             Pass::Deferred => {
                 for &j in deferred {
                     let r = sub.relationships.get(j as usize).ok_or_else(|| corrupt(format!("job {}: deferred relationship {j} is missing", self.job)))?;
-                    self.edge(r, ids, b.edges + u64::from(j), true)?;
+                    self.edge(r, ids, &props.edges[j as usize], true)?;
                 }
             }
             Pass::Early | Pass::Whole => {
+                let mut projected = Vec::with_capacity(sub.relationships.len());
                 for (j, r) in sub.relationships.iter().enumerate() {
-                    if !self.edge(r, ids, b.edges + j as u64, pass == Pass::Whole)? {
+                    let (written, edge) = self.edge(r, ids, &props.edges[j], pass == Pass::Whole)?;
+                    if !written {
                         left.push(index(j as u64, "relationships")?);
                     }
+                    projected.push(edge);
+                }
+                if !projected.is_empty() {
+                    self.job_edges.insert(key, ProjectedEdges { edges: projected }.encode_to_vec().as_slice())?;
                 }
             }
         }
@@ -428,9 +432,71 @@ impl<'t> Projector<'t> {
         Ok(left)
     }
 
-    /// Writes relationship `r` as the job's relationship number `at`. Unless
-    /// `overwrite`, an edge key another job holds is left as it is and `false` returned.
-    fn edge(&mut self, r: &Relationship, ids: &[String], at: u64, overwrite: bool) -> Result<bool, StoreError> {
+    /// The nodes `pass` covers, and the submission's record of projected nodes: all
+    /// of them at an `Early` or `Whole` pass (a deferred node's version left 0), the
+    /// deferred ones' versions filled in at a `Deferred` pass.
+    fn nodes(&mut self, sub: &Submission, ids: &[String], props: &Encoded, b: Bases, pass: Pass) -> Result<(), StoreError> {
+        let key = (self.job, sub.seq);
+        let mut projected = if pass == Pass::Deferred {
+            let stored = self.job_nodes.get(key)?.map(|g| ProjectedNodes::decode(g.value())).transpose()?;
+            stored.ok_or_else(|| corrupt(format!("job {} seq {}: projected nodes are missing", self.job, sub.seq)))?.nodes
+        } else {
+            Vec::with_capacity(sub.nodes.len())
+        };
+        if projected.len() != if pass == Pass::Deferred { sub.nodes.len() } else { 0 } {
+            return Err(corrupt(format!("job {} seq {}: projected nodes do not match the submission", self.job, sub.seq)));
+        }
+        // An ambiguity's first candidate gives its node's valid time, unless the node has its own.
+        let mut from_ambiguity: Vec<Option<Interval>> = Vec::new();
+        if !sub.ambiguities.is_empty() {
+            from_ambiguity = vec![None; sub.nodes.len()];
+            for a in &sub.ambiguities {
+                if let (Some(slot), Some(c)) = (from_ambiguity.get_mut(usize::try_from(a.node_ref).unwrap_or(usize::MAX)), a.candidates.first()) {
+                    slot.get_or_insert(Interval { valid_from: c.valid_from, valid_to: c.valid_to });
+                }
+            }
+        }
+        for (i, n) in sub.nodes.iter().enumerate() {
+            let fresh = n.id.is_none();
+            let due = match pass {
+                Pass::Early => fresh,
+                Pass::Deferred => !fresh,
+                Pass::Whole => true,
+            };
+            let version = if due {
+                let valid = n.valid_time.or_else(|| from_ambiguity.get(i).copied().flatten());
+                let record = NodeVersionRecord {
+                    labels: n.labels.clone(),
+                    properties_json: props.nodes[i].clone(),
+                    job: self.job,
+                    attempt: self.attempt,
+                    committed_at: self.now,
+                    valid_from: valid.map(|v| v.valid_from),
+                    valid_to: valid.and_then(|v| v.valid_to),
+                };
+                self.upsert(&ids[i], !fresh, record)?
+            } else {
+                0
+            };
+            if pass == Pass::Deferred {
+                if due {
+                    projected[i].version = version;
+                }
+            } else {
+                let span_refs = n.span_refs.iter().map(|r| index(b.spans.saturating_add(*r), "spans")).collect::<Result<_, _>>()?;
+                projected.push(ProjectedNode { node_id: ids[i].clone(), version, span_refs });
+            }
+        }
+        if !projected.is_empty() {
+            self.job_nodes.insert(key, ProjectedNodes { nodes: projected }.encode_to_vec().as_slice())?;
+        }
+        Ok(())
+    }
+
+    /// Writes relationship `r` (properties `props`) and returns whether it did, with
+    /// the edge as the job projected it. Unless `overwrite`, an edge key another job
+    /// holds is left as it is.
+    fn edge(&mut self, r: &Relationship, ids: &[String], props: &str, overwrite: bool) -> Result<(bool, ProjectedEdge), StoreError> {
         let end = |id: &Option<String>, rf: Option<u64>, side: &str| -> Result<String, StoreError> {
             match (id, rf) {
                 (Some(id), _) => Ok(id.clone()),
@@ -438,21 +504,17 @@ impl<'t> Projector<'t> {
                 (None, None) => Err(corrupt(format!("edge without a {side}"))),
             }
         };
-        let from = end(&r.from_id, r.from_ref, "source")?;
-        let to = end(&r.to_id, r.to_ref, "target")?;
-        let props = r.properties.as_ref().map_or_else(|| "{}".to_string(), |p| p.to_string());
+        let edge = ProjectedEdge { kind: r.kind.clone(), from_id: end(&r.from_id, r.from_ref, "source")?, to_id: end(&r.to_id, r.to_ref, "target")?, properties_json: props.to_string() };
         let t = self.tenant.as_str();
-        let key = (t, from.as_str(), r.kind.as_str(), to.as_str());
-        let record = EdgeRecord { properties_json: props.clone(), job: self.job, attempt: self.attempt };
+        let key = (t, edge.from_id.as_str(), edge.kind.as_str(), edge.to_id.as_str());
+        let record = EdgeRecord { properties_json: edge.properties_json.clone(), job: self.job, attempt: self.attempt };
         let previous = self.edges_out.insert(key, record.encode_to_vec().as_slice())?.map(|g| EdgeRecord::decode(g.value())).transpose()?;
         if !overwrite && let Some(p) = previous.filter(|p| (p.job, p.attempt) != (self.job, self.attempt)) {
             self.edges_out.insert(key, p.encode_to_vec().as_slice())?;
-            return Ok(false);
+            return Ok((false, edge));
         }
-        self.edges_in.insert((t, to.as_str(), r.kind.as_str(), from.as_str()), ())?;
-        let at = index(at, "relationships")?;
-        self.job_edges.insert((self.job, at), ProjectedEdge { kind: r.kind.clone(), from_id: from, to_id: to, properties_json: props }.encode_to_vec().as_slice())?;
-        Ok(true)
+        self.edges_in.insert((t, edge.to_id.as_str(), edge.kind.as_str(), edge.from_id.as_str()), ())?;
+        Ok((true, edge))
     }
 
     /// Writes `version` of node `id` unless it is unchanged; returns the node's version.
@@ -460,17 +522,12 @@ impl<'t> Projector<'t> {
     fn upsert(&mut self, id: &str, given: bool, version: NodeVersionRecord) -> Result<u32, StoreError> {
         let t = self.tenant.as_str();
         let mut next = 1;
-        if given {
-            let current = self.node_table.get((t, id))?.map(|g| g.value());
-            if let Some(v) = current {
-                let existing = self.versions.get((t, id, v))?.map(|g| NodeVersionRecord::decode(g.value())).transpose()?;
-                if existing.is_some_and(|e| same_labels(&e.labels, &version.labels) && e.properties_json == version.properties_json) {
-                    return Ok(v);
-                }
-                next = v.checked_add(1).ok_or_else(|| corrupt(format!("node {id:?} has u32::MAX versions")))?;
+        if given && let Some((v, existing)) = current_version(&self.versions, t, id)? {
+            if same_labels(&existing.labels, &version.labels) && existing.properties_json == version.properties_json {
+                return Ok(v);
             }
+            next = v.checked_add(1).ok_or_else(|| corrupt(format!("node {id:?} has u32::MAX versions")))?;
         }
-        self.node_table.insert((t, id), next)?;
         self.versions.insert((t, id, next), version.encode_to_vec().as_slice())?;
         Ok(next)
     }

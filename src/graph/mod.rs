@@ -59,7 +59,6 @@ graph_store_error_from!(redb::StorageError, redb::TableError, prost::DecodeError
 
 /// Creates every graph table (so read transactions never meet a missing one).
 pub fn create_tables(txn: &WriteTransaction) -> Result<(), StoreError> {
-    txn.open_table(NODES)?;
     txn.open_table(NODE_VERSIONS)?;
     txn.open_table(EDGES_OUT)?;
     txn.open_table(EDGES_IN)?;

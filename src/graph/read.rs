@@ -69,14 +69,13 @@ pub struct NodeDetail {
 /// What one read can see: the graph tables and, cached, which jobs have succeeded.
 struct View {
     jobs: ReadOnlyTable<u64, &'static [u8]>,
-    nodes: ReadOnlyTable<(&'static str, &'static str), u32>,
     versions: ReadOnlyTable<(&'static str, &'static str, u32), &'static [u8]>,
     succeeded: HashMap<u64, bool>,
 }
 
 impl View {
     fn open(txn: &ReadTransaction) -> Result<Self, GraphError> {
-        Ok(Self { jobs: txn.open_table(JOBS)?, nodes: txn.open_table(NODES)?, versions: txn.open_table(NODE_VERSIONS)?, succeeded: HashMap::new() })
+        Ok(Self { jobs: txn.open_table(JOBS)?, versions: txn.open_table(NODE_VERSIONS)?, succeeded: HashMap::new() })
     }
 
     /// Whether what `job` wrote is visible: it has succeeded.
@@ -92,18 +91,11 @@ impl View {
         Ok(visible)
     }
 
-    /// Version `version` of node `id`, if it exists and its job has succeeded.
-    fn version(&mut self, tenant: &str, id: &str, version: u32) -> Result<Option<NodeVersionRecord>, GraphError> {
-        let Some(b) = self.versions.get((tenant, id, version))? else { return Ok(None) };
-        let rec = NodeVersionRecord::decode(b.value())?;
-        Ok(if self.job_visible(rec.job)? { Some(rec) } else { None })
-    }
-
-    /// Whether node `id` exists for readers (a version of it is visible).
+    /// Whether node `id` exists for readers: a version of it is visible (the latest
+    /// one, but for a node whose only version belongs to a job still running).
     fn exists(&mut self, tenant: &str, id: &str) -> Result<bool, GraphError> {
-        let Some(current) = self.nodes.get((tenant, id))?.map(|g| g.value()) else { return Ok(false) };
-        for v in (1..=current).rev() {
-            if self.version(tenant, id, v)?.is_some() {
+        for e in self.versions.range((tenant, id, 0)..=(tenant, id, u32::MAX))?.rev() {
+            if self.job_visible(NodeVersionRecord::decode(e?.1.value())?.job)? {
                 return Ok(true);
             }
         }
@@ -132,41 +124,53 @@ pub fn projection(txn: &ReadTransaction, job: u64, tenant: Option<&str>, max_ite
     }
     let text = String::from_utf8(text).map_err(|e| crate::store::StoreError::Corrupt(format!("text of job {job}: {e}")))?;
     let mut spans = Vec::new();
-    for e in txn.open_table(JOB_SPANS)?.range((job, 0)..=(job, u32::MAX))? {
-        if spans.len() >= max_items {
-            truncated = true;
-            break;
-        }
-        spans.push(SpanRecord::decode(e?.1.value())?);
-    }
+    truncated |= each_chunk(txn, JOB_SPANS, job, max_items, |c: SpanRecords| c.spans, |s| {
+        spans.push(s);
+        Ok(())
+    })?;
     let mut view = View::open(txn)?;
     let mut nodes = Vec::new();
-    for e in txn.open_table(JOB_NODES)?.range((job, 0)..=(job, u32::MAX))? {
-        if nodes.len() >= max_items {
-            truncated = true;
-            break;
-        }
-        let p = ProjectedNode::decode(e?.1.value())?;
+    truncated |= each_chunk(txn, JOB_NODES, job, max_items, |c: ProjectedNodes| c.nodes, |p| {
         let v = match view.versions.get((t.as_str(), p.node_id.as_str(), p.version))? {
             Some(b) => NodeVersionRecord::decode(b.value())?,
             None => return Err(crate::store::StoreError::Corrupt(format!("job {job} names version {} of node {:?}, which is missing", p.version, p.node_id)).into()),
         };
         nodes.push(NodeView { id: p.node_id, version: p.version, labels: v.labels, properties_json: v.properties_json, span_refs: p.span_refs });
-    }
+        Ok(())
+    })?;
     let mut relationships = Vec::new();
-    for e in txn.open_table(JOB_EDGES)?.range((job, 0)..=(job, u32::MAX))? {
-        if relationships.len() >= max_items {
-            truncated = true;
-            break;
-        }
-        let p = ProjectedEdge::decode(e?.1.value())?;
+    truncated |= each_chunk(txn, JOB_EDGES, job, max_items, |c: ProjectedEdges| c.edges, |p| {
         let from_dangling = !view.exists(&t, &p.from_id)?;
         let to_dangling = !view.exists(&t, &p.to_id)?;
         relationships.push(EdgeView { kind: p.kind, from_id: p.from_id, to_id: p.to_id, properties_json: p.properties_json, from_dangling, to_dangling });
-    }
+        Ok(())
+    })?;
     let (ambiguities, more) = list_ambiguities(txn, &t, Some(job), None, max_items)?;
     truncated |= more.is_some();
     Ok(Projection { job: rec, text, spans, nodes, relationships, ambiguities, truncated })
+}
+
+/// Calls `each` on the items of `job`'s per-submission records in `table`, in order,
+/// for at most `max_items` of them; returns whether there were more.
+fn each_chunk<C: Message + Default, T>(
+    txn: &ReadTransaction,
+    table: redb::TableDefinition<(u64, u32), &[u8]>,
+    job: u64,
+    max_items: usize,
+    items: impl Fn(C) -> Vec<T>,
+    mut each: impl FnMut(T) -> Result<(), GraphError>,
+) -> Result<bool, GraphError> {
+    let mut seen = 0;
+    for e in txn.open_table(table)?.range((job, 0)..=(job, u32::MAX))? {
+        for item in items(C::decode(e?.1.value())?) {
+            if seen >= max_items {
+                return Ok(true);
+            }
+            seen += 1;
+            each(item)?;
+        }
+    }
+    Ok(false)
 }
 
 /// Node `id` of `tenant`: every version, and up to `max_edges` edges each way.

@@ -10,7 +10,7 @@
 use prost::Message;
 use redb::{ReadTransaction, ReadableTable, WriteTransaction};
 
-use super::apply::{self, Bases};
+use super::apply::{self, Bases, Encoded};
 use super::wire::Submission;
 use crate::failure::FailureKind;
 use crate::store::jobs::{self, FailOutcome, Policy};
@@ -29,6 +29,8 @@ pub struct Staged {
     pub base: u64,
     pub result_json: Vec<u8>,
     pub sub: Submission,
+    /// The submission's properties as stored, encoded where it was checked.
+    pub props: Encoded,
     /// Per child job: "<blake3>:<size>" of its content, already stored as a blob, or "".
     pub child_blobs: Vec<String>,
 }
@@ -158,7 +160,8 @@ pub fn submit(tx: &mut Tx<'_>, s: Staged, policy: &Policy, now: i64) -> Result<S
         deferred_edges: Vec::new(),
     };
     if s.sub.partial {
-        let early = apply::apply_partial(tx.txn, s.job_id, &rec.tenant, s.attempt, &s.sub, &node_ids, bases, now)?;
+        let part = apply::Part { sub: &s.sub, ids: &node_ids, props: &s.props };
+        let early = apply::apply_partial(tx.txn, &rec, s.attempt, part, bases, now)?;
         stored.deferred_edges = early.deferred_edges;
         if early.needs_final {
             stored.result_json = s.result_json;
@@ -172,7 +175,7 @@ pub fn submit(tx: &mut Tx<'_>, s: Staged, policy: &Policy, now: i64) -> Result<S
         return Ok(SubmitOutcome::Accepted { node_ids, finished: false, lease_deadline: lease.deadline, enqueued: vec![] });
     }
 
-    let fin = apply::Final { sub: &s.sub, result_json: &s.result_json, node_ids: &node_ids, child_blobs: &s.child_blobs, content_hash: &stored.content_hash };
+    let fin = apply::Final { sub: &s.sub, result_json: &s.result_json, node_ids: &node_ids, props: &s.props, child_blobs: &s.child_blobs, content_hash: &stored.content_hash };
     let done = apply::finalize(tx, &mut rec, s.attempt, fin, now)?;
     // The staged partials were applied; only the final record stays (without its
     // bytes), so that a re-sent final gets the same answer.

@@ -12,6 +12,7 @@ use crate::actors::Core;
 use crate::failure::{self, FailureKind};
 use crate::proto::worker_service_server::WorkerService;
 use crate::proto::*;
+use crate::graph::apply::Encoded;
 use crate::graph::submit::{base_offset, Staged, SubmitOutcome};
 use crate::graph::validate::validate;
 use crate::graph::wire::{self, WireError};
@@ -214,5 +215,6 @@ fn check(core: &Core, job: u64, attempt: u64, bytes: Vec<u8>) -> Result<Result<S
             }
         });
     }
-    Ok(Ok(Staged { job_id: job, worker_id: String::new(), attempt, base, result_json: bytes, sub, child_blobs }))
+    let props = Encoded::of(&sub);
+    Ok(Ok(Staged { job_id: job, worker_id: String::new(), attempt, base, result_json: bytes, sub, props, child_blobs }))
 }

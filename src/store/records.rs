@@ -163,7 +163,8 @@ pub struct EdgeRecord {
 pub struct ProjectedNode {
     #[prost(string, tag = "1")]
     pub node_id: String,
-    /// The node version this job produced or matched.
+    /// The node version this job produced or matched; 0 while a deferred upsert
+    /// waits for the final commit.
     #[prost(uint32, tag = "2")]
     pub version: u32,
     /// Indexes into the job's spans (global across partials).
@@ -182,6 +183,27 @@ pub struct ProjectedEdge {
     pub to_id: String,
     #[prost(string, tag = "4")]
     pub properties_json: String,
+}
+
+/// One submission's nodes as the job projected them, in order.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct ProjectedNodes {
+    #[prost(message, repeated, tag = "1")]
+    pub nodes: Vec<ProjectedNode>,
+}
+
+/// One submission's relationships, in order.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct ProjectedEdges {
+    #[prost(message, repeated, tag = "1")]
+    pub edges: Vec<ProjectedEdge>,
+}
+
+/// One submission's spans, in order.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct SpanRecords {
+    #[prost(message, repeated, tag = "1")]
+    pub spans: Vec<SpanRecord>,
 }
 
 #[derive(Clone, PartialEq, prost::Message)]

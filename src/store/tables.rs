@@ -41,29 +41,27 @@ pub const SUBMISSIONS: TableDefinition<(u64, u64, u32), &[u8]> = TableDefinition
 // that ends without its final has its rows deleted (graph::apply::reclaim).
 // ---------------------------------------------------------------------------
 
-/// Nodes. Key: (tenant, node id). Value: the node's current version number (1-based).
-pub const NODES: TableDefinition<(&str, &str), u32> = TableDefinition::new("nodes-1");
-
-/// Node versions. Key: (tenant, node id, version). Value: `NodeVersionRecord`.
+/// Node versions. Key: (tenant, node id, version, 1-based). Value: `NodeVersionRecord`.
+/// A node exists when it has a version; its current one is the last of its range.
 pub const NODE_VERSIONS: TableDefinition<(&str, &str, u32), &[u8]> = TableDefinition::new("node-versions-1");
 
 /// Edges by source. An endpoint id need not exist (a dangling edge): reads resolve
-/// endpoints against NODES, so an edge heals by itself when its node arrives.
+/// endpoints against NODE_VERSIONS, so an edge heals by itself when its node arrives.
 /// Key: (tenant, from id, type, to id). Value: `EdgeRecord`.
 pub const EDGES_OUT: TableDefinition<(&str, &str, &str, &str), &[u8]> = TableDefinition::new("edges-out-1");
 
 /// Edges by target, the reverse index of EDGES_OUT. Key: (tenant, to id, type, from id). Value: ().
 pub const EDGES_IN: TableDefinition<(&str, &str, &str, &str), ()> = TableDefinition::new("edges-in-1");
 
-/// A job's projected nodes in submission order (across partials).
-/// Key: (job id, index). Value: `ProjectedNode` (node id, version, span refs).
-pub const JOB_NODES: TableDefinition<(u64, u32), &[u8]> = TableDefinition::new("job-nodes-1");
+/// A job's projected nodes, one record per submission (they are written and read a
+/// submission at a time). Key: (job id, seq). Value: `ProjectedNodes`.
+pub const JOB_NODES: TableDefinition<(u64, u32), &[u8]> = TableDefinition::new("job-nodes-2");
 
-/// A job's relationships in submission order. Key: (job id, index). Value: `ProjectedEdge`.
-pub const JOB_EDGES: TableDefinition<(u64, u32), &[u8]> = TableDefinition::new("job-edges-1");
+/// A job's relationships, one record per submission. Key: (job id, seq). Value: `ProjectedEdges`.
+pub const JOB_EDGES: TableDefinition<(u64, u32), &[u8]> = TableDefinition::new("job-edges-2");
 
-/// A job's spans in submission order (global offsets). Key: (job id, index). Value: `SpanRecord`.
-pub const JOB_SPANS: TableDefinition<(u64, u32), &[u8]> = TableDefinition::new("job-spans-1");
+/// A job's spans (global offsets), one record per submission. Key: (job id, seq). Value: `SpanRecords`.
+pub const JOB_SPANS: TableDefinition<(u64, u32), &[u8]> = TableDefinition::new("job-spans-2");
 
 /// A job's canonical text, one chunk per submission (they concatenate byte-exactly).
 /// Key: (job id, seq). Value: UTF-8 bytes.

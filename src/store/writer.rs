@@ -80,6 +80,7 @@ fn commit_batch(db: &Database, batch: &mut Vec<Op>, changes: &broadcast::Sender<
     if let Err(e) = txn.set_durability(Durability::Immediate) {
         return fail_all(batch, &e.to_string());
     }
+    let started = std::time::Instant::now();
     let mut changed = Vec::new();
     let mut finishers: Vec<Finish> = Vec::with_capacity(n);
     let mut aborted: Option<String> = None;
@@ -93,6 +94,7 @@ fn commit_batch(db: &Database, batch: &mut Vec<Op>, changes: &broadcast::Sender<
         }
         finishers.push(finish);
     }
+    let applied = started.elapsed();
     let outcome = match aborted {
         Some(reason) => {
             tracing::error!(%reason, ops = n, "store batch aborted");
@@ -104,6 +106,7 @@ fn commit_batch(db: &Database, batch: &mut Vec<Op>, changes: &broadcast::Sender<
             e.to_string()
         }),
     };
+    tracing::trace!(ops = n, apply_us = applied.as_micros() as u64, commit_us = (started.elapsed() - applied).as_micros() as u64, "store batch");
     if outcome.is_ok() {
         changed.sort_unstable();
         changed.dedup();
