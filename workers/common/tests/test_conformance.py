@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Generator, Mapping
+from collections.abc import Generator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +36,7 @@ def sub(**fields: Any) -> bytes:
 
 
 def test_run_handler_streams_with_node_ids(source: Path) -> None:
-    def handler(job: Job) -> Generator[Mapping[str, Any], list[str], None]:
+    def handler(job: Job) -> Generator[Mapping[str, Any], Sequence[str], None]:
         builder = IngestionResultBuilder()
         builder.add_node(["A"])
         builder.add_node(["B"], id="fixed")

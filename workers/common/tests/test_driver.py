@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Generator, Mapping
+import threading
+from collections.abc import Generator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -57,9 +58,9 @@ def test_generator_gets_seq_partial_and_node_ids(job: Job) -> None:
     core = FakeCore()
     seen: list[list[str]] = []
 
-    def handler(_job: Job) -> Generator[Mapping[str, Any], list[str], None]:
-        seen.append((yield two_nodes().build()))
-        seen.append((yield two_nodes().build()))
+    def handler(_job: Job) -> Generator[Mapping[str, Any], Sequence[str], None]:
+        seen.append(list((yield two_nodes().build())))
+        seen.append(list((yield two_nodes().build())))
         final = IngestionResultBuilder()
         final.add_node(["C"])
         final.add_relationship("NEXT", from_ref=final.add_node(["D"]), to_id=seen[0][1])
@@ -72,10 +73,70 @@ def test_generator_gets_seq_partial_and_node_ids(job: Job) -> None:
     assert core.bodies[2]["relationships"][0]["toId"] == "s0n1"
 
 
+class SlowCore(FakeCore):
+    """A FakeCore whose answers wait until the test releases them, one at a time."""
+
+    def __init__(self, refuse_at: int | None = None) -> None:
+        super().__init__(refuse_at)
+        self.release = threading.Semaphore(0)
+        self.answered = 0
+
+    def __call__(self, result_json: bytes) -> Submitted:
+        assert self.release.acquire(timeout=10), "the test never released this answer"
+        self.answered += 1
+        return super().__call__(result_json)
+
+
+def test_next_partial_is_prepared_while_the_core_answers(job: Job) -> None:
+    """The generator resumes before partial k is answered (the overlap); reading k's
+    ids waits for the answer; submissions still go one at a time, in order."""
+    core = SlowCore()
+    events: list[str] = []
+
+    def handler(_job: Job) -> Generator[Mapping[str, Any], Sequence[str], None]:
+        first = yield two_nodes().build()
+        events.append(f"resumed after 0 with {core.answered} answered")
+        core.release.release()
+        events.append(f"ids of 0: {list(first)}")
+        second = yield two_nodes().build()
+        events.append(f"resumed after 1 with {core.answered} answered")
+        core.release.release()
+        core.release.release()
+        final = IngestionResultBuilder()
+        final.add_relationship("NEXT", from_id=second[0], to_id=first[1])
+        yield final.build(partial=False)
+
+    assert drive(handler, job, core) is Outcome.FINISHED
+    assert events == [
+        "resumed after 0 with 0 answered",
+        "ids of 0: ['s0n0', 's0n1']",
+        "resumed after 1 with 1 answered",
+    ]
+    assert [(b["seq"], b["partial"]) for b in core.bodies] == [(0, True), (1, True), (2, False)]
+    edge = core.bodies[2]["relationships"][0]
+    assert (edge["fromId"], edge["toId"]) == ("s1n0", "s0n1")
+
+
+def test_reading_the_ids_of_a_refused_partial_ends_the_job(job: Job) -> None:
+    core = FakeCore(refuse_at=0)
+    closed: list[bool] = []
+
+    def handler(_job: Job) -> Generator[Mapping[str, Any], Sequence[str], None]:
+        try:
+            ids = yield two_nodes().build()
+            yield {**two_nodes().build(), "nodes": [{"labels": ["X"], "id": ids[0]}]}
+        finally:
+            closed.append(True)
+
+    assert drive(handler, job, core) is Outcome.REFUSED
+    assert len(core.raw) == 1
+    assert closed == [True]
+
+
 def test_generator_without_final_gets_an_empty_finalizer(job: Job) -> None:
     core = FakeCore()
 
-    def handler(_job: Job) -> Generator[Mapping[str, Any], list[str], None]:
+    def handler(_job: Job) -> Generator[Mapping[str, Any], Sequence[str], None]:
         yield two_nodes().build()
 
     assert drive(handler, job, core) is Outcome.FINISHED
@@ -93,7 +154,7 @@ def test_generator_without_final_gets_an_empty_finalizer(job: Job) -> None:
 def test_empty_generator_submits_only_the_finalizer(job: Job) -> None:
     core = FakeCore()
 
-    def handler(_job: Job) -> Generator[Mapping[str, Any], list[str], None]:
+    def handler(_job: Job) -> Generator[Mapping[str, Any], Sequence[str], None]:
         return
         yield  # a generator that yields nothing
 
@@ -104,7 +165,7 @@ def test_empty_generator_submits_only_the_finalizer(job: Job) -> None:
 def test_explicit_partial_true_is_kept_and_handler_seq_is_overwritten(job: Job) -> None:
     core = FakeCore()
 
-    def handler(_job: Job) -> Generator[Mapping[str, Any], list[str], None]:
+    def handler(_job: Job) -> Generator[Mapping[str, Any], Sequence[str], None]:
         yield {**IngestionResultBuilder().build(partial=True), "seq": 99}
 
     drive(handler, job, core)
@@ -115,7 +176,7 @@ def test_refused_submission_closes_the_generator(job: Job) -> None:
     core = FakeCore(refuse_at=1)
     closed: list[bool] = []
 
-    def handler(_job: Job) -> Generator[Mapping[str, Any], list[str], None]:
+    def handler(_job: Job) -> Generator[Mapping[str, Any], Sequence[str], None]:
         try:
             while True:
                 yield two_nodes().build()
@@ -135,7 +196,7 @@ def test_abandoned_job_submits_nothing_more(job: Job) -> None:
     core = FakeCore()
     lost = [False]
 
-    def handler(_job: Job) -> Generator[Mapping[str, Any], list[str], None]:
+    def handler(_job: Job) -> Generator[Mapping[str, Any], Sequence[str], None]:
         yield two_nodes().build()
         lost[0] = True  # the heartbeat thread found the lease gone meanwhile
         yield two_nodes().build()
@@ -150,7 +211,7 @@ def test_handler_exceptions_propagate_unchanged(job: Job) -> None:
     def single(_job: Job) -> bytes:
         raise InvalidInput("bad")
 
-    def streaming(_job: Job) -> Generator[Mapping[str, Any], list[str], None]:
+    def streaming(_job: Job) -> Generator[Mapping[str, Any], Sequence[str], None]:
         yield two_nodes().build()
         raise InvalidInput("bad later")
 
@@ -170,7 +231,7 @@ def test_wrong_return_type_is_a_type_error(job: Job, returned: object) -> None:
 
 @pytest.mark.parametrize("item", [b"bytes", {"partial": "no"}])
 def test_bad_yielded_item_is_a_type_error(job: Job, item: object) -> None:
-    def handler(_job: Job) -> Generator[Any, list[str], None]:
+    def handler(_job: Job) -> Generator[Any, Sequence[str], None]:
         yield item
 
     core = FakeCore()
@@ -182,7 +243,7 @@ def test_bad_yielded_item_is_a_type_error(job: Job, item: object) -> None:
 def test_submissions_are_canonical(job: Job) -> None:
     core = FakeCore()
 
-    def handler(_job: Job) -> Generator[Mapping[str, Any], list[str], None]:
+    def handler(_job: Job) -> Generator[Mapping[str, Any], Sequence[str], None]:
         yield {"z": 1, "a": "ü", **IngestionResultBuilder().build()}
 
     drive(handler, job, core)

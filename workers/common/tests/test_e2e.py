@@ -18,12 +18,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import blake3
 import pytest
 
 from example_worker import handle as handle_txt
 from workers_common import EXIT_OK
-from workers_common.conformance import run_handler
+from workers_common.conformance import run_handler, submission_hash
 
 from running import WorkerProcess
 from worker_app import STREAM_PARAGRAPHS
@@ -222,7 +221,7 @@ def test_single_shot_example_worker(
     assert (done["state"], done["failures"], done["attempts"]) == ("succeeded", [], 0)
     assert done["node_count"] == 4  # one DOCUMENT, three PARAGRAPHs
     [expected] = run_handler(handle_txt, source, format="txt", name=job["name"])
-    assert done["submission_hash"] == blake3.blake3(expected).hexdigest()
+    assert done["submission_hash"] == submission_hash([expected])
     again = core.wait_job(core.ingest(source)["id"], worker=worker)
     assert again["submission_hash"] == done["submission_hash"]
     assert worker.terminate() == EXIT_OK
@@ -239,7 +238,7 @@ def test_content_streamed_with_read_blob(
     assert (done["state"], done["failures"]) == ("succeeded", []), worker.log()
     options = {"mode": "remote"}
     [expected] = run_handler(handle_txt, source, format="txt", name=job["name"], options=options)
-    assert done["submission_hash"] == blake3.blake3(expected).hexdigest()
+    assert done["submission_hash"] == submission_hash([expected])
 
 
 @pytest.mark.parametrize("open_end", [False, True], ids=["explicit-final", "consumer-finalizes"])

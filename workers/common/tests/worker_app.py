@@ -24,7 +24,7 @@ import dataclasses
 import json
 import os
 import time
-from collections.abc import Generator, Mapping
+from collections.abc import Generator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +45,7 @@ from workers_common import (
 STREAM_PARAGRAPHS = ("First paragraph.", "Second — with ünïcödé.", "Third 😀.")
 
 
-def handle_stream(job: Job) -> Generator[Mapping[str, Any], list[str], None]:
+def handle_stream(job: Job) -> Generator[Mapping[str, Any], Sequence[str], None]:
     first = IngestionResultBuilder()
     title = first.add_span_text("Streamed document\n", kind="title")
     first.add_node(["DOCUMENT"], {"name": job.name}, spans=[title])
@@ -53,7 +53,7 @@ def handle_stream(job: Job) -> Generator[Mapping[str, Any], list[str], None]:
     if len(ids) != 1 or not ids[0]:
         raise InvalidInput(f"expected one node id for the DOCUMENT, got {ids!r}")
     document_id = ids[0]
-    received = [ids]
+    received = [list(ids)]
     offset = first.end_offset
     for index, text in enumerate(STREAM_PARAGRAPHS):
         last = index == len(STREAM_PARAGRAPHS) - 1
@@ -67,7 +67,7 @@ def handle_stream(job: Job) -> Generator[Mapping[str, Any], list[str], None]:
             _record(job, received)
             yield builder.build(partial=False)
             return
-        received.append((yield builder.build()))
+        received.append(list((yield builder.build())))
     _record(job, received)
 
 

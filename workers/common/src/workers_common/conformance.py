@@ -47,6 +47,7 @@ __all__ = [
     "load_handler",
     "render_golden",
     "run_handler",
+    "submission_hash",
 ]
 
 UPDATE_GOLDEN_ENV = "TELHA_UPDATE_GOLDEN"
@@ -296,3 +297,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def submission_hash(submissions: Sequence[bytes]) -> str:
+    """The core's `submission_hash` of a job that sent `submissions` (in `seq` order):
+    blake3 over the hex blake3 of each one. For end-to-end tests that check that what
+    the core stored is byte for byte what the handler produced; blake3 is a test
+    dependency, so it is imported here rather than by the module."""
+    import blake3
+
+    digests = b"".join(blake3.blake3(s).hexdigest().encode() for s in submissions)
+    return str(blake3.blake3(digests).hexdigest())

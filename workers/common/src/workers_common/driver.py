@@ -8,6 +8,14 @@ node ids the core assigned through `send()`. A generator that ends without a fin
 gets an empty finalizer. A refused submission ends the job for this worker: the generator
 is closed and nothing more is sent.
 
+Streams are pipelined: a partial is delivered from a background thread while the
+generator already prepares the next one, so the worker's work and the core's overlap.
+Submissions still go one at a time and in `seq` order (the next is sent only once the
+core answered the previous one), and at most two partials are held at once. What the
+generator receives is a `Sequence[str]` that waits for the core's answer when it is
+read: a generator that needs a partial's ids (to link later partials to its nodes)
+reads them and waits; one that does not never waits.
+
 Exceptions raised by the handler propagate unchanged (the caller classifies them);
 `submit` signals delivery problems with its own exception type.
 
@@ -21,8 +29,9 @@ from __future__ import annotations
 
 import enum
 import logging
-from collections.abc import Callable, Generator, Mapping
-from typing import Any, TypeAlias
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, TypeAlias, overload
 
 from .failures import TooLarge
 from .job import Job
@@ -37,7 +46,7 @@ OVERSIZE_OPTION = "oversize"
 
 log = logging.getLogger(__name__)
 
-HandlerResult: TypeAlias = bytes | Generator[Mapping[str, Any], list[str], None]
+HandlerResult: TypeAlias = bytes | Generator[Mapping[str, Any], Sequence[str], None]
 Handler: TypeAlias = Callable[[Job], HandlerResult]
 """A format handler: `bytes` for one submission, or a generator of submission dicts."""
 
@@ -89,33 +98,86 @@ def _refuse_oversize(job: Job) -> None:
     )
 
 
+class _Refused(Exception):
+    """Raised where a generator reads the node ids of a submission the core refused."""
+
+    def __init__(self, submitted: Submitted) -> None:
+        super().__init__(submitted.reason)
+        self.submitted = submitted
+
+
+class _NodeIds(Sequence[str]):
+    """The node ids of a submission that may still be on its way: reading them waits
+    for the core's answer (and raises the delivery's error, or _Refused)."""
+
+    def __init__(self, answer: Future[Submitted]) -> None:
+        self._answer = answer
+
+    def _ids(self) -> list[str]:
+        submitted = self._answer.result()
+        if not submitted.accepted:
+            raise _Refused(submitted)
+        return submitted.node_ids
+
+    def __len__(self) -> int:
+        return len(self._ids())
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[str]: ...
+    def __getitem__(self, index: int | slice) -> str | Sequence[str]:
+        return self._ids()[index]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._ids())
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and list(self) == list(other)
+
+    def __hash__(self) -> int:
+        return hash(tuple(self._ids()))
+
+    def __repr__(self) -> str:
+        return repr(self._ids()) if self._answer.done() else "<node ids pending>"
+
+
 def _drive_stream(
-    stream: Generator[Mapping[str, Any], list[str], None],
+    stream: Generator[Mapping[str, Any], Sequence[str], None],
     job: Job,
     submit: Submit,
     abandoned: Callable[[], bool],
 ) -> Outcome:
     seq = 0
-    node_ids: list[str] | None = None
-    try:
-        while True:
-            try:
-                # The first resume must be next() (send(None)); later ones carry node ids.
-                item = next(stream) if node_ids is None else stream.send(node_ids)
-            except StopIteration:
-                break
-            final = _is_final(item, seq)
-            if abandoned():
-                return Outcome.ABANDONED
-            submitted = submit(canonical_json({**item, "seq": seq, "partial": not final}))
-            if not submitted.accepted:
-                return _finish(job, submitted)
-            if final:
-                return Outcome.FINISHED
-            seq += 1
-            node_ids = list(submitted.node_ids)
-    finally:
-        stream.close()
+    node_ids: _NodeIds | None = None
+    in_flight: Future[Submitted] | None = None
+    # Leaving the block waits for a delivery still in flight (also when the handler
+    # raised), so the job's failure is reported after what was already sent.
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="telha-submit") as deliver:
+        try:
+            while True:
+                try:
+                    # The first resume must be next() (send(None)); later ones carry node ids.
+                    item = next(stream) if node_ids is None else stream.send(node_ids)
+                except StopIteration:
+                    break
+                except _Refused as refused:
+                    return _finish(job, refused.submitted)
+                final = _is_final(item, seq)
+                payload = canonical_json({**item, "seq": seq, "partial": not final})
+                if in_flight is not None and not (previous := in_flight.result()).accepted:
+                    return _finish(job, previous)
+                if abandoned():
+                    return Outcome.ABANDONED
+                in_flight = deliver.submit(submit, payload)
+                if final:
+                    return _finish(job, in_flight.result())
+                seq += 1
+                node_ids = _NodeIds(in_flight)
+        finally:
+            stream.close()
+    if in_flight is not None and not (previous := in_flight.result()).accepted:
+        return _finish(job, previous)
     if abandoned():
         return Outcome.ABANDONED
     # The generator ended without finalizing: close the job with an empty final partial.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gc
 import tempfile
-from collections.abc import Generator, Iterator, Mapping
+from collections.abc import Generator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -34,7 +34,7 @@ def _collector_relaxed() -> Iterator[None]:
         gc.set_threshold(*previous)
 
 
-def handle(job: Job) -> Generator[dict[str, Any], list[str], None]:
+def handle(job: Job) -> Generator[dict[str, Any], Sequence[str], None]:
     """Streams the projection of a csv, tsv, xlsx or parquet job (see projection.py).
 
     Options are read first (a bad one is invalid_input); the content is read from the

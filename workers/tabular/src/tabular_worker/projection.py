@@ -13,7 +13,7 @@ job's stats: `rows`, `dirty_counts` per type, and what reading counted on the wa
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Generator, Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -74,7 +74,7 @@ class _Stream:
             or len(buffer.ambiguities) >= _MAX_AMBIGUITIES
         )
 
-    def flush(self) -> Generator[Submission, list[str], None]:
+    def flush(self) -> Generator[Submission, Sequence[str], None]:
         """Sends the buffer as a partial; nodes still needed later become core ids."""
         sent = self.buffer
         ids = yield sent.build(clarify=self.options.clarify, stats=None, final=False)
@@ -94,7 +94,7 @@ class _Stream:
 
 def project(
     tables: Iterable[TableSource], *, source: str, fmt: str, options: TabularOptions
-) -> Generator[Submission, list[str], None]:
+) -> Generator[Submission, Sequence[str], None]:
     """Streams the submissions of a job's tables (see the module docstring)."""
     stream = _Stream(options)
     textual = fmt != "parquet"
