@@ -573,6 +573,6 @@ def _copy_element(element: Mapping[str, Any]) -> JsonValue:
 def _object_run(run: object, what: str) -> EncodedRun:
     if not isinstance(run, EncodedRun):
         raise BuilderTypeError(f"{what}: expected an EncodedRun, not {type(run).__name__}")
-    if run.text[0] != "{" or run.text[-1] != "}":
+    if run.data[:1] != b"{" or run.data[-1:] != b"}":
         raise BuilderError(f"{what}: an encoded run of {what} holds JSON objects only")
     return run

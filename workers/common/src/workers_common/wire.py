@@ -6,10 +6,10 @@ no NaN or infinity (they are not JSON). Everything that goes on the wire as `res
 is encoded here.
 
 A streaming worker that writes thousands of array elements per submission can hand them
-over already encoded (`EncodedRun`: their canonical JSON text, written with vectorized
+over already encoded (`EncodedRun`: their canonical JSON bytes, written with vectorized
 string operations instead of one Python dict each); the builder keeps them in an
-`EncodedArray`, and `canonical_json` splices that text in verbatim, so the bytes are the
-ones the per-element path would have produced.
+`EncodedArray`, and `canonical_json` splices those bytes in verbatim, so the output is the
+one the per-element path would have produced.
 """
 
 from __future__ import annotations
@@ -52,44 +52,51 @@ def canonical_json(value: Mapping[str, Any]) -> bytes:
     """
     if not any(type(item) is EncodedArray for item in value.values()):
         return canonical_json_text(value).encode("utf-8")
-    members = []
+    # Pieces joined once at the end: a submission's runs are megabytes, copied only there.
+    pieces = [b"{"]
     for key, item in sorted(value.items()):
         if type(key) is not str:
             raise TypeError(f"keys must be str, not {type(key).__name__}")
-        text = item.json_text() if type(item) is EncodedArray else canonical_json_text(item)
-        members.append(f"{canonical_json_text(key)}:{text}")
-    return ("{" + ",".join(members) + "}").encode("utf-8")
+        if len(pieces) > 1:
+            pieces.append(b",")
+        pieces.append(canonical_json_text(key).encode("utf-8") + b":")
+        if type(item) is EncodedArray:
+            item.add_pieces(pieces)
+        else:
+            pieces.append(canonical_json_text(item).encode("utf-8"))
+    pieces.append(b"}")
+    return b"".join(pieces)
 
 
 # What a canonical element never starts or ends with: a run is elements, not a fragment.
-_NOT_AT_EDGES = frozenset(" \t\n\r,")
+_NOT_AT_EDGES = frozenset(b" \t\n\r,")
 
 
 @dataclass(frozen=True, slots=True)
 class EncodedRun:
     """`count` consecutive elements of a JSON array, already encoded: each element's
-    canonical JSON text (as canonical_json_text writes it), joined by commas, no brackets.
+    canonical JSON (as canonical_json_text writes it) in UTF-8, joined by commas, without
+    brackets.
 
-    Whoever builds a run vouches for its content; the checks here are structural and
-    constant-time (a run's text can be megabytes): a str of at least `2 * count - 1`
-    characters that neither starts nor ends with a comma or whitespace.
+    Whoever builds a run vouches for its content (polars, say, whose strings are always
+    valid UTF-8); the checks here are structural and constant-time, since a run can be
+    megabytes: bytes, at least `2 * count - 1` of them, neither starting nor ending with
+    a comma or whitespace.
     """
 
-    text: str
+    data: bytes
     count: int
 
     def __post_init__(self) -> None:
-        if type(self.text) is not str:
-            raise TypeError(f"an encoded run's text must be str, not {type(self.text).__name__}")
+        if type(self.data) is not bytes:
+            raise TypeError(f"an encoded run's data must be bytes, not {type(self.data).__name__}")
         if type(self.count) is not int:
             raise TypeError(f"an encoded run's count must be int, not {type(self.count).__name__}")
         if self.count < 1:
             raise ValueError(f"an encoded run holds at least one element, not {self.count}")
-        if len(self.text) < 2 * self.count - 1:
-            raise ValueError(
-                f"{len(self.text)} characters cannot hold {self.count} comma-separated elements"
-            )
-        if self.text[0] in _NOT_AT_EDGES or self.text[-1] in _NOT_AT_EDGES:
+        if len(self.data) < 2 * self.count - 1:
+            raise ValueError(f"{len(self.data)} bytes cannot hold {self.count} elements")
+        if self.data[0] in _NOT_AT_EDGES or self.data[-1] in _NOT_AT_EDGES:
             raise ValueError("an encoded run starts or ends with a comma or whitespace")
 
 
@@ -112,17 +119,27 @@ class EncodedArray:
     def __repr__(self) -> str:
         return f"EncodedArray({self._count} elements in {len(self._segments)} segments)"
 
-    def json_text(self) -> str:
-        """The array as canonical JSON text."""
-        parts = [
-            segment.text if isinstance(segment, EncodedRun) else canonical_json_text(segment)[1:-1]
-            for segment in self._segments
-        ]
-        return "[" + ",".join(parts) + "]"
+    def add_pieces(self, pieces: list[bytes]) -> None:
+        """Appends the array's canonical JSON to `pieces` (to be joined by the caller)."""
+        pieces.append(b"[")
+        for at, segment in enumerate(self._segments):
+            if at:
+                pieces.append(b",")
+            if isinstance(segment, EncodedRun):
+                pieces.append(segment.data)
+            else:
+                pieces.append(canonical_json_text(segment)[1:-1].encode("utf-8"))
+        pieces.append(b"]")
+
+    def json_bytes(self) -> bytes:
+        """The array as canonical UTF-8 JSON."""
+        pieces: list[bytes] = []
+        self.add_pieces(pieces)
+        return b"".join(pieces)
 
     def decoded(self) -> list[JsonValue]:
         """The array as plain values (tests and debugging: it parses every run)."""
-        decoded: list[JsonValue] = json.loads(self.json_text())
+        decoded: list[JsonValue] = json.loads(self.json_bytes())
         return decoded
 
 

@@ -33,17 +33,18 @@ _ESCAPES = _escapes()
 _POSITIONAL = (1e-4, 1e16)
 
 
-def json_string(text: pl.Expr) -> pl.Expr:
-    """String values as JSON string literals (null stays null)."""
-    escaped = text.str.replace_many(list(_ESCAPES), list(_ESCAPES.values()))
+def json_string(text: pl.Expr, plain: bool = False) -> pl.Expr:
+    """String values as JSON string literals (null stays null); `plain` when they are
+    known to hold nothing to escape."""
+    escaped = text if plain else text.str.replace_many(list(_ESCAPES), list(_ESCAPES.values()))
     return pl.concat_str([pl.lit('"'), escaped, pl.lit('"')])
 
 
-def json_scalar(value: pl.Expr, dtype: pl.DataType) -> pl.Expr:
+def json_scalar(value: pl.Expr, dtype: pl.DataType, plain: bool = False) -> pl.Expr:
     """Values of a String, integer or Boolean column as JSON (null stays null); floats go
-    through float_json instead."""
+    through float_json instead. `plain` as for json_string."""
     if dtype == pl.String:
-        return json_string(value)
+        return json_string(value, plain)
     if dtype.is_integer() or dtype == pl.Boolean:
         return value.cast(pl.String)
     if dtype == pl.Null:

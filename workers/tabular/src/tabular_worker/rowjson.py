@@ -138,9 +138,9 @@ def _refuse_empty_lines(part: pl.DataFrame, text_start: int) -> None:
 
 def _joined(name: str, *pieces: str | pl.Expr) -> pl.Expr:
     """One element per row, concatenated from literal text and integer or text columns,
-    then all rows joined by commas."""
+    then all rows joined by commas, as UTF-8 bytes."""
     parts = [pl.lit(piece) if isinstance(piece, str) else piece.cast(pl.String) for piece in pieces]
-    return pl.concat_str(parts).str.join(",").alias(name)
+    return pl.concat_str(parts).str.join(",").cast(pl.Binary).alias(name)
 
 
 class RowWriter:
@@ -153,7 +153,7 @@ class RowWriter:
 
     def prepare(self, cells: RowCells) -> PreparedRows:
         frame = cells.frame.with_columns(self._float_texts(cells.frame))
-        members = self._members(frame)
+        members = self._members(frame, cells.plain)
         if cells.extras:
             frame = frame.with_columns(_extra_texts(self._extra_key, cells.extras, frame.height))
             members[self._extra_key] = pl.col("extra")
@@ -178,8 +178,9 @@ class RowWriter:
             if frame.schema[value_column(c.index)] == pl.Float64
         ]
 
-    def _members(self, frame: pl.DataFrame) -> dict[str, pl.Expr]:
-        """Each column's `"name":value` member, null where the row has no such property."""
+    def _members(self, frame: pl.DataFrame, plain: frozenset[str]) -> dict[str, pl.Expr]:
+        """Each column's `"name":value` member, null where the row has no such property;
+        the columns in `plain` need no escaping."""
         members = {}
         for column in self._columns:
             name = value_column(column.index)
@@ -187,11 +188,11 @@ class RowWriter:
             value = (
                 pl.col(f"f{column.index}")
                 if dtype == pl.Float64
-                else json_scalar(pl.col(name), dtype)
+                else json_scalar(pl.col(name), dtype, name in plain)
             )
             dirty = dirty_column(column.index)
             if dirty in frame.schema:
-                value = pl.coalesce(json_string(pl.col(dirty)), value)
+                value = pl.coalesce(json_string(pl.col(dirty), dirty in plain), value)
             members[column.name] = json_member(column.name, value)
         return members
 

@@ -95,6 +95,9 @@ class RowCells:
     """
 
     frame: pl.DataFrame
+    plain: frozenset[str]
+    """String columns of `frame` known to hold no character JSON escapes (checked per
+    chunk: most columns of most chunks), which the writer need not escape."""
     extras: dict[int, list[str]]
     """Extra fields past the header, trailing empty ones dropped."""
     ambiguities: dict[int, DateAmbiguity]
@@ -162,31 +165,34 @@ class RowPreparer:
             for index, carry in self._votes.items()
         }
         frame = chunk.with_columns([d["date"].alias(f"date{i}") for i, d in dates.items()])
-        columns = self._profile.columns
         spare = _spare_in_use(chunk, self._profile.spare)
-        cells = (
-            frame.lazy()
-            .with_columns([self._value(c).alias(value_column(c.index)) for c in columns])
-            .select(
-                self._line(spare),
-                *(pl.col(value_column(c.index)) for c in columns),
-                *(self._dirty(c) for c in columns if _can_be_dirty(c)),
-                *self._valid_time(),
-            )
-            .collect()
+        inferred = [c for c in self._profile.columns if c.inferred]
+        plain = _plain(frame, [positional(c.index) for c in inferred] + spare)
+        cells = frame.select(
+            self._line(spare, plain),
+            *(self._value(c).alias(value_column(c.index)) for c in self._profile.columns),
+            *self._valid_time(),
         )
+        cells = cells.with_columns(nfc_lines(cells["line"]), *self._dirty(frame, cells))
         return RowCells(
-            frame=cells.with_columns(nfc_lines(cells["line"])),
+            frame=cells,
+            plain=frozenset(
+                name
+                for c in inferred
+                if positional(c.index) in plain
+                for name in (value_column(c.index), dirty_column(c.index))
+            ),
             extras=_extras(frame, spare),
             ambiguities=self._ambiguities(dates),
         )
 
     # -- expressions -----------------------------------------------------------------------
 
-    def _cell(self, column: ColumnProfile) -> pl.Expr:
+    def _cell(self, column: ColumnProfile, plain: set[str]) -> pl.Expr:
         name = positional(column.index)
         if column.inferred:
-            return escape(pl.col(name).cast(pl.String))
+            text = pl.col(name).cast(pl.String)
+            return text.fill_null("") if name in plain else escape(text)
         dtype = self._schema[name]
         return escape(
             _native_text(pl.col(name), dtype)
@@ -194,12 +200,12 @@ class RowPreparer:
             else pl.col(name).cast(pl.String)
         )
 
-    def _line(self, spare: list[str]) -> pl.Expr:
-        line = pl.concat_str([self._cell(c) for c in self._profile.columns], separator="\t")
+    def _line(self, spare: list[str], plain: set[str]) -> pl.Expr:
+        """The canonical line; the columns in `plain` have nothing to escape."""
+        line = pl.concat_str([self._cell(c, plain) for c in self._profile.columns], separator="\t")
         if spare:
-            extra = pl.concat_str(
-                [escape(pl.col(c)) for c in spare], separator="\t"
-            ).str.strip_chars_end("\t")
+            fields = [pl.col(c).fill_null("") if c in plain else escape(pl.col(c)) for c in spare]
+            extra = pl.concat_str(fields, separator="\t").str.strip_chars_end("\t")
             line = (
                 pl.when(extra != "")
                 .then(pl.concat_str([line, extra], separator="\t"))
@@ -222,11 +228,19 @@ class RowPreparer:
             return value.dt.to_string("%Y-%m-%dT%H:%M:%S%.f")
         return value
 
-    def _dirty(self, column: ColumnProfile) -> pl.Expr:
-        """A non-empty cell without a typed value: kept as its raw text (and counted)."""
-        raw = pl.col(positional(column.index)).cast(pl.String)
-        misfit = (raw.str.strip_chars() != "") & pl.col(value_column(column.index)).is_null()
-        return pl.when(misfit).then(raw).alias(dirty_column(column.index))
+    def _dirty(self, frame: pl.DataFrame, cells: pl.DataFrame) -> list[pl.Series]:
+        """`d{i}`: a non-empty cell without a typed value is kept as its raw text (and
+        counted). Only a column with a null value in the chunk can have one: null counts
+        are free, and most chunks of most columns skip the check."""
+        suspects = [
+            c
+            for c in self._profile.columns
+            if _can_be_dirty(c) and cells[value_column(c.index)].null_count()
+        ]
+        if not suspects:
+            return []
+        values = [cells[value_column(c.index)] for c in suspects]
+        return frame.with_columns(values).select(_misfit(c.index) for c in suspects).get_columns()
 
     def _valid_time(self) -> tuple[pl.Expr, pl.Expr]:
         """The effective date's interval: a whole day for a date, an instant for a datetime."""
@@ -266,6 +280,25 @@ class RowPreparer:
             index: DateAmbiguity(applied, other, iso, other_iso, bool(day_first), round(conf, 4))
             for index, applied, other, iso, other_iso, day_first, conf in columns.iter_rows()
         }
+
+
+def _misfit(index: int) -> pl.Expr:
+    raw = pl.col(positional(index)).cast(pl.String)
+    misfit = (raw.str.strip_chars() != "") & pl.col(value_column(index)).is_null()
+    return pl.when(misfit).then(raw).alias(dirty_column(index))
+
+
+# What JSON escapes (the quote, the backslash, C0 controls), a superset of what the
+# canonical line escapes (backslash, tab, CR, LF).
+_ESCAPED = r'[\x00-\x1f"\\]'
+
+
+def _plain(frame: pl.DataFrame, columns: list[str]) -> set[str]:
+    """Which of the String `columns` have no character to escape in this chunk."""
+    if not columns:
+        return set()
+    found = frame.select(pl.col(c).cast(pl.String).str.contains(_ESCAPED).any() for c in columns)
+    return {c for c in columns if not found[c][0]}
 
 
 def _spare_in_use(chunk: pl.DataFrame, spare: list[str]) -> list[str]:
