@@ -35,7 +35,7 @@ __all__ = [
     "DateReadings",
     "VoteCarry",
     "effective_column",
-    "reading_columns",
+    "with_readings",
 ]
 
 DAY_MICROS = 86_400_000_000
@@ -56,27 +56,34 @@ def _ymd(year: pl.Expr, month: pl.Expr, day: pl.Expr) -> pl.Expr:
     return text.str.to_date("%Y-%m-%d", strict=False)
 
 
-def reading_columns(cell: pl.Expr, prefix: str) -> list[pl.Expr]:
-    """The readings of a stripped String cell as three Date columns `{prefix}iso`,
-    `{prefix}df` (day-first) and `{prefix}mf` (month-first), null where there is none.
+def with_readings(frame: pl.LazyFrame, cell: pl.Expr, prefix: str) -> pl.LazyFrame:
+    """`frame` with the readings of a stripped String cell as three Date columns
+    `{prefix}iso`, `{prefix}df` (day-first) and `{prefix}mf` (month-first), null where
+    there is none (and the regex matches they come from, `{prefix}isoparts` and
+    `{prefix}dmyparts`).
 
-    Materialize them once (with_columns) and refer to them through DateReadings: the
-    expressions are costly, and every rule below uses each of them several times."""
-    iso = cell.str.extract_groups(_ISO)
-    dmy = cell.str.extract_groups(_DMY)
+    Materialized once, to be referred to through DateReadings: the expressions are costly,
+    and every rule below uses each of them several times. The matches come first, in their
+    own step, so that each field of a match does not run its regex again."""
+    parts = frame.with_columns(
+        cell.str.extract_groups(_ISO).alias(f"{prefix}isoparts"),
+        cell.str.extract_groups(_DMY).alias(f"{prefix}dmyparts"),
+    )
+    iso = pl.col(f"{prefix}isoparts")
+    dmy = pl.col(f"{prefix}dmyparts")
     first, second, year = (dmy.struct.field(str(i)) for i in (1, 2, 3))
-    return [
+    return parts.with_columns(
         _ymd(iso.struct.field("1"), iso.struct.field("2"), iso.struct.field("3")).alias(
             f"{prefix}iso"
         ),
         _ymd(year, second, first).alias(f"{prefix}df"),
         _ymd(year, first, second).alias(f"{prefix}mf"),
-    ]
+    )
 
 
 @dataclass(frozen=True, slots=True)
 class DateReadings:
-    """Rules over the columns reading_columns(…, prefix) made."""
+    """Rules over the columns with_readings(…, prefix) made."""
 
     prefix: str
 
@@ -126,7 +133,8 @@ class VoteCarry:
         the cell is ambiguous, and the applied reading's confidence; then counts the
         chunk's votes into the carry. Columns: date, alt, confidence, day_first (bool)."""
         r = DateReadings("r:")
-        readings = chunk.select(reading_columns(pl.col(cell).str.strip_chars(), r.prefix))
+        column = chunk.lazy().select(cell)
+        readings = with_readings(column, pl.col(cell).str.strip_chars(), r.prefix).collect()
         # Votes strictly before each row: a cell never votes for itself.
         before_day = r.votes_day.cast(pl.Int64).cum_sum().shift(1, fill_value=0) + self.day
         before_month = r.votes_month.cast(pl.Int64).cum_sum().shift(1, fill_value=0) + self.month

@@ -29,7 +29,7 @@ from .celltypes import (
     native_type,
     typed_value,
 )
-from .dates import DateReadings, reading_columns
+from .dates import DateReadings, with_readings
 from .source import TableSource, positional
 
 __all__ = ["ColumnProfile", "TableProfile", "column_names", "kept_rows", "profile_table"]
@@ -100,7 +100,7 @@ def kept_rows(frame: pl.LazyFrame, textual: bool) -> pl.LazyFrame:
 
 
 def _cell(column: str) -> pl.Expr:
-    return pl.col(column).cast(pl.String).str.strip_chars()
+    return pl.col(column).cast(pl.String, strict=False).str.strip_chars()
 
 
 def profile_table(source: TableSource, textual: bool) -> TableProfile:
@@ -143,11 +143,17 @@ def _summed(source: TableSource, query: Callable[[pl.LazyFrame], pl.LazyFrame]) 
 def _pass_one(
     source: TableSource, schema: pl.Schema, width: int, spare: list[str], textual: bool
 ) -> dict[str, Any]:
+    # Every rule below looks at a cell stripped: stripped once, in its own step (`c3:cell`),
+    # rather than once per rule (the optimizer does not share it: twice the time).
+    stripped = list(schema.names()) if textual else []  # text sources: all String
     aggregates = [pl.len().alias("rows")]
     if textual:
-        aggregates.append(_blank(schema.names()).sum().alias("blank"))
+        aggregates.append(
+            pl.all_horizontal(_stripped_empty(c) for c in stripped).sum().alias("blank")
+        )
     if spare:
-        aggregates.append(pl.any_horizontal([~_empty(c) for c in spare]).sum().alias("ragged"))
+        ragged = pl.any_horizontal(~_stripped_empty(c) for c in spare)
+        aggregates.append(ragged.sum().alias("ragged"))
     for index in range(width):
         column = positional(index)
         if native_type(schema[column]) is not None:
@@ -155,13 +161,21 @@ def _pass_one(
             if schema[column].is_float():
                 aggregates.append((~pl.col(column).is_finite()).sum().alias(f"{column}:dirty"))
             continue
-        cell = _cell(column)
+        if column not in stripped:
+            stripped.append(column)
+        cell = pl.col(f"{column}:cell")
         aggregates.append((cell != "").sum().alias(f"{column}:present"))
         for kind in INFERRED_ORDER:
             aggregates.append(
                 cell.str.contains(PATTERNS[kind]).sum().alias(f"{column}:{kind.value}")
             )
-    return _summed(source, lambda frame: frame.select(aggregates))
+    cells = [_cell(c).alias(f"{c}:cell") for c in stripped]
+    return _summed(source, lambda frame: frame.with_columns(cells).select(aggregates))
+
+
+def _stripped_empty(column: str) -> pl.Expr:
+    """_empty over the stripped `{column}:cell` of _pass_one."""
+    return pl.col(column).is_null() | (pl.col(f"{column}:cell") == "")
 
 
 def _pick_type(column: str, dtype: pl.DataType, first: dict[str, Any]) -> tuple[ColumnType, float]:
@@ -177,15 +191,17 @@ def _pick_type(column: str, dtype: pl.DataType, first: dict[str, Any]) -> tuple[
 
 
 def _pass_two(source: TableSource, kinds: list[tuple[ColumnType, float]]) -> dict[str, Any]:
-    readings: list[pl.Expr] = []
+    stripped: list[str] = []
+    dates: list[str] = []
     aggregates: list[pl.Expr] = []
     schema = source.frame.collect_schema()
     for index, (kind, _) in enumerate(kinds):
         column = positional(index)
         if native_type(schema[column]) is not None or kind is ColumnType.STRING:
             continue
+        stripped.append(column)
         if kind is ColumnType.DATE:
-            readings += reading_columns(_cell(column), f"{column}:")
+            dates.append(column)
             r = DateReadings(f"{column}:")
             aggregates += [
                 r.any_date.sum().alias(f"{column}:valid"),
@@ -194,11 +210,18 @@ def _pass_two(source: TableSource, kinds: list[tuple[ColumnType, float]]) -> dic
                 r.ambiguous.sum().alias(f"{column}:ambiguous"),
             ]
         else:
-            valid = typed_value(_cell(column), kind).is_not_null().sum()
+            valid = typed_value(pl.col(f"{column}:cell"), kind).is_not_null().sum()
             aggregates.append(valid.alias(f"{column}:valid"))
     if not aggregates:
         return {}
-    return _summed(source, lambda frame: frame.with_columns(readings).select(aggregates))
+
+    def query(frame: pl.LazyFrame) -> pl.LazyFrame:
+        frame = frame.with_columns(_cell(c).alias(f"{c}:cell") for c in stripped)
+        for column in dates:
+            frame = with_readings(frame, pl.col(f"{column}:cell"), f"{column}:")
+        return frame.select(aggregates)
+
+    return _summed(source, query)
 
 
 def _column_profile(
