@@ -302,11 +302,14 @@ def _plain(frame: pl.DataFrame, columns: list[str]) -> set[str]:
 
 
 def _spare_in_use(chunk: pl.DataFrame, spare: list[str]) -> list[str]:
-    """The spare columns up to the last one with a field in this chunk: most chunks have
-    no ragged row, and an all-null column at the end adds nothing to a line (trailing
-    empty fields are stripped) or to `_extra`. Null counts are metadata: free."""
-    in_use = [name for name in spare if chunk[name].null_count() < chunk.height]
-    return spare[: spare.index(in_use[-1]) + 1] if in_use else []
+    """The spare columns up to the last one with a non-empty field in this chunk: most
+    chunks have no ragged row, and empty fields at the end add nothing to a line (trailing
+    empty fields are stripped) or to `_extra`."""
+    if not spare:
+        return []
+    longest = chunk.select(pl.col(spare).str.len_bytes().max()).row(0)
+    in_use = [at for at, size in enumerate(longest) if size]
+    return spare[: in_use[-1] + 1] if in_use else []
 
 
 def _extras(frame: pl.DataFrame, spare: list[str]) -> dict[int, list[str]]:
