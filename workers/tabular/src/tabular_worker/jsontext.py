@@ -16,7 +16,7 @@ import polars as pl
 from workers_common import BuilderError
 from workers_common.wire import canonical_json_text, json_value
 
-__all__ = ["float_json", "json_member", "json_scalar", "json_string"]
+__all__ = ["float_json", "json_pieces", "json_string"]
 
 
 def _escapes() -> dict[str, str]:
@@ -36,25 +36,21 @@ _POSITIONAL = (1e-4, 1e16)
 def json_string(text: pl.Expr, plain: bool = False) -> pl.Expr:
     """String values as JSON string literals (null stays null); `plain` when they are
     known to hold nothing to escape."""
-    escaped = text if plain else text.str.replace_many(list(_ESCAPES), list(_ESCAPES.values()))
-    return pl.concat_str([pl.lit('"'), escaped, pl.lit('"')])
+    return pl.concat_str(json_pieces(text, pl.String(), plain))
 
 
-def json_scalar(value: pl.Expr, dtype: pl.DataType, plain: bool = False) -> pl.Expr:
-    """Values of a String, integer or Boolean column as JSON (null stays null); floats go
-    through float_json instead. `plain` as for json_string."""
+def json_pieces(value: pl.Expr, dtype: pl.DataType, plain: bool = False) -> list[pl.Expr]:
+    """Values of a String, integer or Boolean column as JSON, in pieces to concatenate
+    (null stays null): a string is its quotes and its escaped text, which saves a copy
+    when the pieces go into a larger concatenation. Floats go through float_json."""
     if dtype == pl.String:
-        return json_string(value, plain)
+        escaped = (
+            value if plain else value.str.replace_many(list(_ESCAPES), list(_ESCAPES.values()))
+        )
+        return [pl.lit('"'), escaped, pl.lit('"')]
     if dtype.is_integer() or dtype == pl.Boolean:
-        return value.cast(pl.String)
-    if dtype == pl.Null:
-        return pl.lit(None, pl.String)
-    raise TypeError(f"json_scalar: no JSON spelling for {dtype}")
-
-
-def json_member(key: str, value: pl.Expr) -> pl.Expr:
-    """`"key":value` for an object's member, null where the value is null."""
-    return pl.concat_str([pl.lit(canonical_json_text(key) + ":"), value])
+        return [value.cast(pl.String)]
+    raise TypeError(f"json_pieces: no JSON spelling for {dtype}")
 
 
 def float_json(values: pl.Series, where: str) -> pl.Series:

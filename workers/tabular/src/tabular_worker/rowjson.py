@@ -20,7 +20,7 @@ import polars as pl
 from workers_common import BuilderError, EncodedRun
 from workers_common.wire import canonical_json_text
 
-from .jsontext import float_json, json_member, json_scalar, json_string
+from .jsontext import float_json, json_pieces, json_string
 from .profile import TableProfile
 from .rows import DateAmbiguity, RowCells, dirty_column, value_column
 
@@ -143,6 +143,16 @@ def _joined(name: str, *pieces: str | pl.Expr) -> pl.Expr:
     return pl.concat_str(parts).str.join(",").cast(pl.Binary).alias(name)
 
 
+@dataclass(frozen=True, slots=True)
+class _Member:
+    """One property of the ROW nodes of a chunk: its key, its value as pieces of JSON text
+    (concatenated; null where a row lacks the property), and whether some row does."""
+
+    key: str
+    value: list[pl.Expr]
+    sometimes_absent: bool
+
+
 class RowWriter:
     """Writes a table's RowCells as PreparedRows (the JSON that is the same wherever the
     rows land)."""
@@ -155,16 +165,14 @@ class RowWriter:
         frame = cells.frame.with_columns(self._float_texts(cells.frame))
         members = self._members(frame, cells.plain)
         if cells.extras:
-            frame = frame.with_columns(_extra_texts(self._extra_key, cells.extras, frame.height))
-            members[self._extra_key] = pl.col("extra")
+            frame = frame.with_columns(_extra_values(cells.extras, frame.height))
+            members.append(_Member(self._extra_key, [pl.col("extra")], sometimes_absent=True))
         size = pl.col("line").str.len_bytes().cast(pl.Int64)
         prepared = frame.select(
             "line",
             size.alias("size"),
             (size + 1).cum_sum().alias("end"),
-            pl.concat_str(
-                [members[key] for key in sorted(members)], separator=",", ignore_nulls=True
-            ).alias("properties"),
+            _properties(sorted(members, key=lambda m: m.key)).alias("properties"),
             _valid_time().alias("valid_time"),
         )
         return PreparedRows(prepared, cells.ambiguities)
@@ -178,31 +186,50 @@ class RowWriter:
             if frame.schema[value_column(c.index)] == pl.Float64
         ]
 
-    def _members(self, frame: pl.DataFrame, plain: frozenset[str]) -> dict[str, pl.Expr]:
-        """Each column's `"name":value` member, null where the row has no such property;
-        the columns in `plain` need no escaping."""
-        members = {}
+    def _members(self, frame: pl.DataFrame, plain: frozenset[str]) -> list[_Member]:
+        """Each column's property; the columns in `plain` need no escaping."""
+        members = []
         for column in self._columns:
             name = value_column(column.index)
             dtype = frame.schema[name]
+            if dtype == pl.Null:
+                continue  # no row has it
             value = (
-                pl.col(f"f{column.index}")
+                [pl.col(f"f{column.index}")]
                 if dtype == pl.Float64
-                else json_scalar(pl.col(name), dtype, name in plain)
+                else json_pieces(pl.col(name), dtype, name in plain)
             )
             dirty = dirty_column(column.index)
             if dirty in frame.schema:
-                value = pl.coalesce(json_string(pl.col(dirty), dirty in plain), value)
-            members[column.name] = json_member(column.name, value)
+                typed = pl.concat_str(value)
+                value = [pl.coalesce(json_string(pl.col(dirty), dirty in plain), typed)]
+            absent = frame[name].null_count() > 0
+            members.append(_Member(column.name, value, absent))
         return members
 
 
-def _extra_texts(key: str, extras: dict[int, list[str]], rows: int) -> pl.Series:
-    """The `"_extra":[…]` member of the ragged rows, null elsewhere."""
-    prefix = canonical_json_text(key) + ":"
+def _properties(members: list[_Member]) -> pl.Expr:
+    """The properties object's members, in key order, as one concatenation: a property
+    every row has costs no intermediate column, one that some rows lack is a piece with
+    its comma that is empty for them. When the first property is such a one, every
+    property gets a comma and the first character is cut."""
+    cut = bool(members) and members[0].sometimes_absent
+    pieces: list[pl.Expr] = []
+    for at, member in enumerate(members):
+        head = pl.lit(("," if at or cut else "") + canonical_json_text(member.key) + ":")
+        if member.sometimes_absent:
+            pieces.append(pl.concat_str([head, *member.value]).fill_null(""))
+        else:
+            pieces += [head, *member.value]
+    properties = pl.concat_str(pieces) if pieces else pl.lit("", pl.String)
+    return properties.str.slice(1) if cut else properties
+
+
+def _extra_values(extras: dict[int, list[str]], rows: int) -> pl.Series:
+    """The `_extra` value of the ragged rows as JSON, null elsewhere."""
     positions: Sequence[int] = list(extras)
-    texts = [prefix + canonical_json_text(extras[at]) for at in positions]
-    return pl.Series("extra", [None] * rows, dtype=pl.String).scatter(positions, texts)
+    values = [canonical_json_text(extras[at]) for at in positions]
+    return pl.Series("extra", [None] * rows, dtype=pl.String).scatter(positions, values)
 
 
 def _valid_time() -> pl.Expr:
