@@ -145,30 +145,37 @@ def _summed(source: TableSource, query: Callable[[pl.LazyFrame], pl.LazyFrame]) 
 def _pass_one(
     source: TableSource, schema: pl.Schema, width: int, spare: list[str], textual: bool
 ) -> dict[str, Any]:
-    # The type rules look at a cell stripped: stripped once, in its own step (`c3:cell`),
-    # rather than once per rule (the optimizer does not share it: twice the time).
-    stripped = []
+    # The rules look at a cell stripped: stripped once, in its own step (`c3:cell`), rather
+    # than once per rule (the optimizer does not share it: twice the time). Spare columns
+    # are only ever blank or not: one regex over all of them (`spare:filled`).
+    columns = [positional(i) for i in range(width)]
+    stripped = [c for c in columns if native_type(schema[c]) is None]
+    steps = [_cell(c).alias(f"{c}:cell") for c in stripped]
     aggregates = [pl.len().alias("rows")]
-    if textual:
-        aggregates.append((~_filled(schema.names())).sum().alias("blank"))
     if spare:
-        aggregates.append(_filled(spare).sum().alias("ragged"))
-    for index in range(width):
-        column = positional(index)
-        if native_type(schema[column]) is not None:
+        steps.append(_filled(spare).alias("spare:filled"))
+        aggregates.append(pl.col("spare:filled").sum().alias("ragged"))
+    if textual:
+        filled = [
+            (pl.col(f"{c}:cell") != "").fill_null(False) if c in stripped else _filled([c])
+            for c in columns
+        ]
+        if spare:
+            filled.append(pl.col("spare:filled"))
+        aggregates.append((~pl.any_horizontal(filled)).sum().alias("blank"))
+    for column in columns:
+        if column not in stripped:
             aggregates.append(pl.col(column).is_null().sum().alias(f"{column}:nulls"))
             if schema[column].is_float():
                 aggregates.append((~pl.col(column).is_finite()).sum().alias(f"{column}:dirty"))
             continue
-        stripped.append(column)
         cell = pl.col(f"{column}:cell")
         aggregates.append((cell != "").sum().alias(f"{column}:present"))
         for kind in INFERRED_ORDER:
             aggregates.append(
                 cell.str.contains(PATTERNS[kind]).sum().alias(f"{column}:{kind.value}")
             )
-    cells = [_cell(c).alias(f"{c}:cell") for c in stripped]
-    return _summed(source, lambda frame: frame.with_columns(cells).select(aggregates))
+    return _summed(source, lambda frame: frame.with_columns(steps).select(aggregates))
 
 
 def _pick_type(column: str, dtype: pl.DataType, first: dict[str, Any]) -> tuple[ColumnType, float]:
