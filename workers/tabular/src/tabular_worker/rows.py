@@ -164,9 +164,13 @@ class RowPreparer:
             index: carry.applied(chunk, positional(index), self._order)
             for index, carry in self._votes.items()
         }
-        frame = chunk.with_columns([d["date"].alias(f"date{i}") for i, d in dates.items()])
-        spare = _spare_in_use(chunk, self._profile.spare)
         inferred = [c for c in self._profile.columns if c.inferred]
+        # Each typed rule reads the cell stripped: stripped once (`s{i}`), not per rule.
+        frame = chunk.with_columns(
+            *(d["date"].alias(f"date{i}") for i, d in dates.items()),
+            *(_stripped(c.index) for c in inferred),
+        )
+        spare = _spare_in_use(chunk, self._profile.spare)
         plain = _plain(frame, [positional(c.index) for c in inferred] + spare)
         cells = frame.select(
             self._line(spare, plain),
@@ -217,12 +221,11 @@ class RowPreparer:
         name = positional(column.index)
         if not column.inferred:
             return _native_value(pl.col(name), self._schema[name])
-        raw = pl.col(name).cast(pl.String)
-        cell = raw.str.strip_chars()
-        if column.type is ColumnType.STRING:
-            return pl.when(cell != "").then(raw)
         if column.type is ColumnType.DATE:
             return pl.col(f"date{column.index}").dt.to_string("%Y-%m-%d")
+        cell = pl.col(f"s{column.index}")
+        if column.type is ColumnType.STRING:
+            return pl.when(cell != "").then(pl.col(name).cast(pl.String))
         value = typed_value(cell, column.type)
         if column.type is ColumnType.DATETIME:
             return value.dt.to_string("%Y-%m-%dT%H:%M:%S%.f")
@@ -254,7 +257,7 @@ class RowPreparer:
             start = day.cast(pl.Int64) * DAY_MICROS
             return start.alias("valid_from"), (start + DAY_MICROS).alias("valid_to")
         moment = (
-            typed_value(pl.col(name).cast(pl.String).str.strip_chars(), column.type)
+            typed_value(pl.col(f"s{column.index}"), column.type)
             if column.inferred
             else pl.col(name)
         )
@@ -282,10 +285,15 @@ class RowPreparer:
         }
 
 
+def _stripped(index: int) -> pl.Expr:
+    return pl.col(positional(index)).cast(pl.String).str.strip_chars().alias(f"s{index}")
+
+
 def _misfit(index: int) -> pl.Expr:
-    raw = pl.col(positional(index)).cast(pl.String)
-    misfit = (raw.str.strip_chars() != "") & pl.col(value_column(index)).is_null()
-    return pl.when(misfit).then(raw).alias(dirty_column(index))
+    misfit = (pl.col(f"s{index}") != "") & pl.col(value_column(index)).is_null()
+    return (
+        pl.when(misfit).then(pl.col(positional(index)).cast(pl.String)).alias(dirty_column(index))
+    )
 
 
 # What JSON escapes (the quote, the backslash, C0 controls), a superset of what the
