@@ -12,7 +12,6 @@ line sizes); `encode` writes a run's elements once its partial fixes the indices
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import polars as pl
@@ -227,12 +226,12 @@ def _properties(members: list[_Member]) -> pl.Expr:
 
 def _extra_values(extras: dict[int, list[str]], rows: int) -> pl.Series:
     """The `_extra` value of the ragged rows as JSON, null elsewhere."""
-    positions: Sequence[int] = list(extras)
-    values = [canonical_json_text(extras[at]) for at in positions]
-    return pl.Series("extra", [None] * rows, dtype=pl.String).scatter(positions, values)
+    values = [canonical_json_text(fields) for fields in extras.values()]
+    return pl.Series("extra", [None] * rows, dtype=pl.String).scatter(list(extras), values)
 
 
 def _valid_time() -> pl.Expr:
+    """The node's `,"validTime":{…}` member (after spanRefs, in key order), or nothing."""
     start, end = pl.col("valid_from"), pl.col("valid_to")
     until = pl.concat_str([pl.lit(',"validTo":'), end.cast(pl.String)])
     interval = pl.concat_str(
