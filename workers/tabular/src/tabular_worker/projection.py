@@ -135,6 +135,7 @@ def project(
             clarify=options.clarify,
         )
         writer = RowWriter(profile, extra_key=_free_key("_extra", names))
+        dates = None if effective is None else profile.columns[effective]
         index = 0
         for chunk in _chunks(table, names, textual, fmt, options):
             rows = writer.prepare(preparer.cells(chunk))
@@ -144,7 +145,7 @@ def project(
                 if stream.full():
                     yield from stream.flush()
                 stop = stream.room(rows, at, recorded)
-                _add_rows(stream, rows, at, stop, index, recorded, profile, effective)
+                _add_rows(stream, rows, at, stop, index, recorded, dates)
                 index += stop - at
                 at = stop
     yield stream.finish()
@@ -276,18 +277,17 @@ def _add_rows(
     stop: int,
     index: int,
     recorded: list[int],
-    profile: TableProfile,
-    effective: int | None,
+    dates: ColumnProfile | None,
 ) -> None:
     """Rows [start, stop) of a chunk into the partial, `index` the first one's position in
-    its table, with the ambiguities of those rows (`recorded`: their positions)."""
+    its table, with the ambiguities of those rows (`recorded`: their positions) on the
+    effective-date column `dates`."""
     buffer = stream.buffer
     first = buffer.add_rows(rows, start, stop, table=stream.table, first_index=index)
-    if effective is None:
+    if dates is None:
         return
-    column = profile.columns[effective]
     for at in recorded[bisect_left(recorded, start) : bisect_left(recorded, stop)]:
-        spec = _ambiguity_spec(first + at - start, rows.ambiguities[at], column)
+        spec = _ambiguity_spec(first + at - start, rows.ambiguities[at], dates)
         buffer.ambiguities.append(spec)
 
 
