@@ -1,6 +1,6 @@
 """JSON text written by polars, byte for byte as workers_common's canonical_json writes it.
 
-The ROW nodes are encoded as whole columns of text (rows.py) instead of one Python dict
+The ROW nodes are encoded as whole columns of text (rowjson.py) instead of one Python dict
 each; these are the pieces. Strings are escaped with the very table json.dumps uses
 (ensure_ascii=False: only the quote, the backslash and the C0 controls); integers and
 booleans are their polars casts, which spell them as Python does; floats too, inside the
