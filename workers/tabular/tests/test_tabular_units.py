@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tabular_worker.blocks import last_boundary, record_runs
-from tabular_worker.dates import VoteCarry, effective_column
+from tabular_worker.dates import _DMY, _ISO, VoteCarry, effective_column, with_readings
 from tabular_worker.profile import column_names
 from tabular_worker.rows import escape
 from tabular_worker.sniff import _LineGuard, _sniff_delimiter
@@ -79,6 +79,52 @@ def test_votes_count_only_cells_before() -> None:
     assert (carry.day, carry.month) == (1, 0)
     again = carry.applied(pl.DataFrame({"c": ["04/03/2026"]}), "c", "auto")
     assert again["date"].cast(pl.String).to_list() == ["2026-03-04"]
+
+
+def _number(width: int) -> st.SearchStrategy[str]:
+    # Digits of other scripts match the patterns' \d too, and parse as nothing.
+    others = st.sampled_from(["\u0663", "\uff10", "\U0001d7d9"])
+    digits = st.sampled_from("0123456789") | others
+    return st.lists(digits, min_size=1, max_size=width).map("".join)
+
+
+_DATE_LIKE = st.tuples(
+    st.sampled_from(["iso", "dmy"]),
+    _number(4),
+    _number(2),
+    _number(2),
+    st.sampled_from("/.-"),
+    st.sampled_from("/.-x"),
+).map(
+    lambda p: (
+        f"{p[1]}{p[4]}{p[2]}{p[5]}{p[3]}" if p[0] == "iso" else f"{p[2]}{p[4]}{p[3]}{p[5]}{p[1]}"
+    )
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(_DATE_LIKE | st.sampled_from(["0000-01-01", "29/02/1900", "29/02/2000"]), max_size=20)
+)
+def test_readings_are_the_patterns_numbers_as_dates(cells: list[str]) -> None:
+    """Each reading is the cell's numbers, by its pattern's groups, zero-filled and parsed
+    as an ISO date (null when no such day): the definition with_readings shortcuts."""
+
+    def ymd(year: pl.Expr, month: pl.Expr, day: pl.Expr) -> pl.Expr:
+        text = pl.concat_str([year, month.str.zfill(2), day.str.zfill(2)], separator="-")
+        return text.str.to_date("%Y-%m-%d", strict=False)
+
+    iso = pl.col("c").str.extract_groups(_ISO)
+    dmy = pl.col("c").str.extract_groups(_DMY)
+    first, second, year = (dmy.struct.field(str(i)) for i in (1, 2, 3))
+    frame = pl.DataFrame({"c": cells}, schema={"c": pl.String})
+    expected = frame.select(
+        ymd(*(iso.struct.field(str(i)) for i in (1, 2, 3))).alias("r:iso"),
+        ymd(year, second, first).alias("r:df"),
+        ymd(year, first, second).alias("r:mf"),
+    )
+    got = with_readings(frame.lazy(), pl.col("c"), "r:").select("r:iso", "r:df", "r:mf")
+    assert got.collect().equals(expected)
 
 
 @pytest.mark.parametrize(

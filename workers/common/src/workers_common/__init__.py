@@ -3,8 +3,9 @@
 Modules, one role each:
 
 - result      IngestionResultBuilder: assembles a wire v1 submission; misuse raises at the call
+- elements    one array of a submission being built: checked elements and encoded runs
 - normalize   normalize_canonical: NFC + LF, applied once, in the builder
-- wire        canonical JSON bytes for result_json
+- wire        canonical JSON bytes for result_json; encoded runs spliced in verbatim
 - failures    WorkerFailure and its typed kinds; "{kind}: {detail}" capped at 512 bytes
 - exits       process exit codes, read from the generated WorkerExit enum
 - config      the TELHA_* environment
@@ -43,6 +44,7 @@ from .result import (
     SpanRef,
     ValidTime,
 )
+from .wire import EncodedRun
 
 __all__ = [
     "EXIT_CONFIG",
@@ -55,6 +57,7 @@ __all__ = [
     "Candidate",
     "ConfigError",
     "Content",
+    "EncodedRun",
     "FetchFailed",
     "Handler",
     "HandlerResult",

@@ -4,16 +4,31 @@ Submissions are hashed by the core (`submission_hash`), so the same submission m
 encode to the same bytes: keys sorted, no insignificant whitespace, UTF-8 without escaping,
 no NaN or infinity (they are not JSON). Everything that goes on the wire as `result_json`
 is encoded here.
+
+A streaming worker that writes thousands of array elements per submission can hand them
+over already encoded (`EncodedRun`: their canonical JSON bytes, written with vectorized
+string operations instead of one Python dict each); the builder keeps them in an
+`EncodedArray`, and `canonical_json` splices those bytes in verbatim, so the output is the
+one the per-element path would have produced.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeAlias
 
-__all__ = ["WIRE_VERSION", "JsonValue", "canonical_json", "json_value"]
+__all__ = [
+    "WIRE_VERSION",
+    "EncodedArray",
+    "EncodedRun",
+    "JsonValue",
+    "canonical_json",
+    "canonical_json_text",
+    "json_value",
+]
 
 WIRE_VERSION = 1
 """The `v` of every submission this harness produces."""
@@ -21,11 +36,111 @@ WIRE_VERSION = 1
 JsonValue: TypeAlias = bool | int | float | str | list["JsonValue"] | dict[str, "JsonValue"] | None
 
 
-def canonical_json(value: Mapping[str, Any]) -> bytes:
-    """Encodes `value` as canonical UTF-8 JSON: sorted keys, compact, non-ASCII kept as is."""
+def canonical_json_text(value: Any) -> str:
+    """One JSON value as canonical text: sorted keys, compact, non-ASCII kept as is."""
     return json.dumps(
         value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-    ).encode("utf-8")
+    )
+
+
+def canonical_json(value: Mapping[str, Any]) -> bytes:
+    """Encodes `value` as canonical UTF-8 JSON, the bytes of `result_json`.
+
+    Values of `value` itself may be EncodedArrays (a submission's arrays sit at its top
+    level): their encoded runs are spliced in verbatim. Anywhere deeper, an EncodedArray is
+    not JSON and raises TypeError, as any other foreign object does.
+    """
+    if not any(type(item) is EncodedArray for item in value.values()):
+        return canonical_json_text(value).encode("utf-8")
+    # Pieces joined once at the end: a submission's runs are megabytes, copied only there.
+    pieces = [b"{"]
+    for key, item in sorted(value.items()):
+        if type(key) is not str:
+            raise TypeError(f"keys must be str, not {type(key).__name__}")
+        if len(pieces) > 1:
+            pieces.append(b",")
+        pieces.append(canonical_json_text(key).encode("utf-8") + b":")
+        if type(item) is EncodedArray:
+            item.add_pieces(pieces)
+        else:
+            pieces.append(canonical_json_text(item).encode("utf-8"))
+    pieces.append(b"}")
+    return b"".join(pieces)
+
+
+# What a canonical element never starts or ends with: a run is elements, not a fragment.
+_NOT_AT_EDGES = frozenset(b" \t\n\r,")
+
+
+@dataclass(frozen=True, slots=True)
+class EncodedRun:
+    """`count` consecutive elements of a JSON array, already encoded: each element's
+    canonical JSON (as canonical_json_text writes it) in UTF-8, joined by commas, without
+    brackets.
+
+    Whoever builds a run vouches for its content (polars, say, whose strings are always
+    valid UTF-8); the checks here are structural and constant-time, since a run can be
+    megabytes: bytes, at least `2 * count - 1` of them, neither starting nor ending with
+    a comma or whitespace.
+    """
+
+    data: bytes
+    count: int
+
+    def __post_init__(self) -> None:
+        if type(self.data) is not bytes:
+            raise TypeError(f"an encoded run's data must be bytes, not {type(self.data).__name__}")
+        if type(self.count) is not int:
+            raise TypeError(f"an encoded run's count must be int, not {type(self.count).__name__}")
+        if self.count < 1:
+            raise ValueError(f"an encoded run holds at least one element, not {self.count}")
+        if len(self.data) < 2 * self.count - 1:
+            raise ValueError(f"{len(self.data)} bytes cannot hold {self.count} elements")
+        if self.data[0] in _NOT_AT_EDGES or self.data[-1] in _NOT_AT_EDGES:
+            raise ValueError("an encoded run starts or ends with a comma or whitespace")
+
+
+class EncodedArray:
+    """A JSON array given as segments, in order: lists of plain values (encoded when the
+    array is) and EncodedRuns (spliced in as they are)."""
+
+    __slots__ = ("_count", "_segments")
+
+    def __init__(self, segments: Iterable[list[JsonValue] | EncodedRun]) -> None:
+        self._segments = tuple(segment for segment in segments if segment)
+        self._count = sum(
+            segment.count if isinstance(segment, EncodedRun) else len(segment)
+            for segment in self._segments
+        )
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __repr__(self) -> str:
+        return f"EncodedArray({self._count} elements in {len(self._segments)} segments)"
+
+    def add_pieces(self, pieces: list[bytes]) -> None:
+        """Appends the array's canonical JSON to `pieces` (to be joined by the caller)."""
+        pieces.append(b"[")
+        for at, segment in enumerate(self._segments):
+            if at:
+                pieces.append(b",")
+            if isinstance(segment, EncodedRun):
+                pieces.append(segment.data)
+            else:
+                pieces.append(canonical_json_text(segment)[1:-1].encode("utf-8"))
+        pieces.append(b"]")
+
+    def json_bytes(self) -> bytes:
+        """The array as canonical UTF-8 JSON."""
+        pieces: list[bytes] = []
+        self.add_pieces(pieces)
+        return b"".join(pieces)
+
+    def decoded(self) -> list[JsonValue]:
+        """The array as plain values (tests and debugging: it parses every run)."""
+        decoded: list[JsonValue] = json.loads(self.json_bytes())
+        return decoded
 
 
 class _NotPlain(Exception):

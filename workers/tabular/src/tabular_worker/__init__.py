@@ -8,7 +8,9 @@
 - celltypes   column types: what each type's cells look like, typed values
 - dates       ISO and dd/mm readings, day-first/month-first voting, effective-date column
 - profile     the streaming profile pass: types, null/dirty counts, row count per table
-- rows        a chunk of rows -> canonical lines, typed properties, valid times, ambiguities
+- rows        a chunk of rows -> canonical lines, typed values, valid times, ambiguities
+- jsontext    polars expressions writing JSON text exactly as the harness's canonical JSON
+- rowjson     those rows as JSON text: ROW nodes, HAS_ROW edges and row spans, encoded runs
 - partial     one partial submission being filled; built into an IngestionResultBuilder
 - projection  the streamed projection: TABLE, COLUMN, ROW nodes over partials, stats
 - __main__    `python -m tabular_worker` runs WorkerConsumer with these handlers

@@ -35,7 +35,7 @@ __all__ = [
     "DateReadings",
     "VoteCarry",
     "effective_column",
-    "reading_columns",
+    "with_readings",
 ]
 
 DAY_MICROS = 86_400_000_000
@@ -50,33 +50,35 @@ _OTHER_MOMENT = re.compile(
 )
 
 
-def _ymd(year: pl.Expr, month: pl.Expr, day: pl.Expr) -> pl.Expr:
-    # to_date(strict=False) turns 2026-02-30 into null: validity comes for free.
-    text = pl.concat_str([year, month.str.zfill(2), day.str.zfill(2)], separator="-")
-    return text.str.to_date("%Y-%m-%d", strict=False)
+def with_readings(frame: pl.LazyFrame, cell: pl.Expr, prefix: str) -> pl.LazyFrame:
+    """`frame` with the readings of a stripped String cell as three Date columns
+    `{prefix}iso`, `{prefix}df` (day-first) and `{prefix}mf` (month-first), null where
+    there is none (and the steps they come from: `{prefix}slashed`, the cell with its
+    separators written `/`, and whether it has the ISO or the d/m/y shape,
+    `{prefix}is_iso` and `{prefix}is_dmy`).
 
-
-def reading_columns(cell: pl.Expr, prefix: str) -> list[pl.Expr]:
-    """The readings of a stripped String cell as three Date columns `{prefix}iso`,
-    `{prefix}df` (day-first) and `{prefix}mf` (month-first), null where there is none.
-
-    Materialize them once (with_columns) and refer to them through DateReadings: the
-    expressions are costly, and every rule below uses each of them several times."""
-    iso = cell.str.extract_groups(_ISO)
-    dmy = cell.str.extract_groups(_DMY)
-    first, second, year = (dmy.struct.field(str(i)) for i in (1, 2, 3))
-    return [
-        _ymd(iso.struct.field("1"), iso.struct.field("2"), iso.struct.field("3")).alias(
-            f"{prefix}iso"
-        ),
-        _ymd(year, second, first).alias(f"{prefix}df"),
-        _ymd(year, first, second).alias(f"{prefix}mf"),
-    ]
+    Materialized once, to be referred to through DateReadings: the expressions are costly,
+    and every rule below uses each of them several times. The shapes are checked by the
+    patterns; then each reading is one parse of the cell with its separators unified (a
+    parse rejects 2026-02-30 just as it rejects a cell of another shape) — three times
+    cheaper than taking the numbers apart and parsing them put together again."""
+    parts = frame.with_columns(
+        cell.str.replace_many([".", "-"], ["/", "/"]).alias(f"{prefix}slashed"),
+        cell.str.contains(_ISO).alias(f"{prefix}is_iso"),
+        cell.str.contains(_DMY).alias(f"{prefix}is_dmy"),
+    )
+    slashed = pl.col(f"{prefix}slashed")
+    iso, dmy = pl.col(f"{prefix}is_iso"), pl.col(f"{prefix}is_dmy")
+    return parts.with_columns(
+        pl.when(iso).then(slashed.str.to_date("%Y/%m/%d", strict=False)).alias(f"{prefix}iso"),
+        pl.when(dmy).then(slashed.str.to_date("%d/%m/%Y", strict=False)).alias(f"{prefix}df"),
+        pl.when(dmy).then(slashed.str.to_date("%m/%d/%Y", strict=False)).alias(f"{prefix}mf"),
+    )
 
 
 @dataclass(frozen=True, slots=True)
 class DateReadings:
-    """Rules over the columns reading_columns(…, prefix) made."""
+    """Rules over the columns with_readings(…, prefix) made."""
 
     prefix: str
 
@@ -126,7 +128,8 @@ class VoteCarry:
         the cell is ambiguous, and the applied reading's confidence; then counts the
         chunk's votes into the carry. Columns: date, alt, confidence, day_first (bool)."""
         r = DateReadings("r:")
-        readings = chunk.select(reading_columns(pl.col(cell).str.strip_chars(), r.prefix))
+        column = chunk.lazy().select(cell)
+        readings = with_readings(column, pl.col(cell).str.strip_chars(), r.prefix).collect()
         # Votes strictly before each row: a cell never votes for itself.
         before_day = r.votes_day.cast(pl.Int64).cum_sum().shift(1, fill_value=0) + self.day
         before_month = r.votes_month.cast(pl.Int64).cum_sum().shift(1, fill_value=0) + self.month

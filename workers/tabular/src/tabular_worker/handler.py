@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import gc
 import tempfile
-from collections.abc import Generator, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Generator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,22 +15,6 @@ from .source import FORMATS, open_tables
 
 __all__ = ["FORMATS", "HANDLERS", "handle"]
 
-# A partial allocates several containers per row (properties, node and edge dicts) and
-# keeps them until it is sent; with the default threshold (700) the cyclic collector runs
-# every few rows and rescans that growing heap, which measured at about a third of the
-# projection's time. Nothing here builds reference cycles worth collecting early.
-_GC_THRESHOLD = 200_000
-
-
-@contextmanager
-def _collector_relaxed() -> Iterator[None]:
-    previous = gc.get_threshold()
-    gc.set_threshold(_GC_THRESHOLD, *previous[1:])
-    try:
-        yield
-    finally:
-        gc.set_threshold(*previous)
-
 
 def handle(job: Job) -> Generator[dict[str, Any], Sequence[str], None]:
     """Streams the projection of a csv, tsv, xlsx or parquet job (see projection.py).
@@ -43,7 +25,6 @@ def handle(job: Job) -> Generator[dict[str, Any], Sequence[str], None]:
     """
     options = TabularOptions.from_mapping(job.options)
     with (
-        _collector_relaxed(),
         job.content_path() as path,
         tempfile.TemporaryDirectory(prefix="telha-tabular-") as work,
     ):

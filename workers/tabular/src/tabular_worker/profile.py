@@ -29,7 +29,7 @@ from .celltypes import (
     native_type,
     typed_value,
 )
-from .dates import DateReadings, reading_columns
+from .dates import DateReadings, with_readings
 from .source import TableSource, positional
 
 __all__ = ["ColumnProfile", "TableProfile", "column_names", "kept_rows", "profile_table"]
@@ -82,13 +82,15 @@ def column_names(header: Sequence[str]) -> list[str]:
     return names
 
 
-def _empty(column: str) -> pl.Expr:
-    cell = pl.col(column)
-    return cell.is_null() | (cell.cast(pl.String, strict=False).str.strip_chars() == "")
+def _filled(names: Sequence[str]) -> pl.Expr:
+    """Whether a row has a cell among `names` that is not empty, null or whitespace only.
 
-
-def _blank(names: Sequence[str]) -> pl.Expr:
-    return pl.all_horizontal([_empty(c) for c in names])
+    One regex over the row's cells concatenated instead of a strip per cell: a row holds
+    a non-whitespace character exactly when one of its cells does (`\\s` and strip_chars
+    both mean Unicode White_Space), and a wide csv frame's many spare columns made the
+    cell by cell check cost more than the parse."""
+    cells = [pl.col(c).cast(pl.String, strict=False) for c in names]
+    return pl.concat_str(cells, ignore_nulls=True).str.contains(r"\S")
 
 
 def kept_rows(frame: pl.LazyFrame, textual: bool) -> pl.LazyFrame:
@@ -96,11 +98,11 @@ def kept_rows(frame: pl.LazyFrame, textual: bool) -> pl.LazyFrame:
     names = frame.collect_schema().names()
     if not textual or not names:
         return frame
-    return frame.filter(~_blank(names))
+    return frame.filter(_filled(names))
 
 
 def _cell(column: str) -> pl.Expr:
-    return pl.col(column).cast(pl.String).str.strip_chars()
+    return pl.col(column).cast(pl.String, strict=False).str.strip_chars()
 
 
 def profile_table(source: TableSource, textual: bool) -> TableProfile:
@@ -143,25 +145,37 @@ def _summed(source: TableSource, query: Callable[[pl.LazyFrame], pl.LazyFrame]) 
 def _pass_one(
     source: TableSource, schema: pl.Schema, width: int, spare: list[str], textual: bool
 ) -> dict[str, Any]:
+    # The rules look at a cell stripped: stripped once, in its own step (`c3:cell`), rather
+    # than once per rule (the optimizer does not share it: twice the time). Spare columns
+    # are only ever blank or not: one regex over all of them (`spare:filled`).
+    columns = [positional(i) for i in range(width)]
+    stripped = [c for c in columns if native_type(schema[c]) is None]
+    steps = [_cell(c).alias(f"{c}:cell") for c in stripped]
     aggregates = [pl.len().alias("rows")]
-    if textual:
-        aggregates.append(_blank(schema.names()).sum().alias("blank"))
     if spare:
-        aggregates.append(pl.any_horizontal([~_empty(c) for c in spare]).sum().alias("ragged"))
-    for index in range(width):
-        column = positional(index)
-        if native_type(schema[column]) is not None:
+        steps.append(_filled(spare).alias("spare:filled"))
+        aggregates.append(pl.col("spare:filled").sum().alias("ragged"))
+    if textual:
+        filled = [
+            (pl.col(f"{c}:cell") != "").fill_null(False) if c in stripped else _filled([c])
+            for c in columns
+        ]
+        if spare:
+            filled.append(pl.col("spare:filled"))
+        aggregates.append((~pl.any_horizontal(filled)).sum().alias("blank"))
+    for column in columns:
+        if column not in stripped:
             aggregates.append(pl.col(column).is_null().sum().alias(f"{column}:nulls"))
             if schema[column].is_float():
                 aggregates.append((~pl.col(column).is_finite()).sum().alias(f"{column}:dirty"))
             continue
-        cell = _cell(column)
+        cell = pl.col(f"{column}:cell")
         aggregates.append((cell != "").sum().alias(f"{column}:present"))
         for kind in INFERRED_ORDER:
             aggregates.append(
                 cell.str.contains(PATTERNS[kind]).sum().alias(f"{column}:{kind.value}")
             )
-    return _summed(source, lambda frame: frame.select(aggregates))
+    return _summed(source, lambda frame: frame.with_columns(steps).select(aggregates))
 
 
 def _pick_type(column: str, dtype: pl.DataType, first: dict[str, Any]) -> tuple[ColumnType, float]:
@@ -177,15 +191,17 @@ def _pick_type(column: str, dtype: pl.DataType, first: dict[str, Any]) -> tuple[
 
 
 def _pass_two(source: TableSource, kinds: list[tuple[ColumnType, float]]) -> dict[str, Any]:
-    readings: list[pl.Expr] = []
+    stripped: list[str] = []
+    dates: list[str] = []
     aggregates: list[pl.Expr] = []
     schema = source.frame.collect_schema()
     for index, (kind, _) in enumerate(kinds):
         column = positional(index)
         if native_type(schema[column]) is not None or kind is ColumnType.STRING:
             continue
+        stripped.append(column)
         if kind is ColumnType.DATE:
-            readings += reading_columns(_cell(column), f"{column}:")
+            dates.append(column)
             r = DateReadings(f"{column}:")
             aggregates += [
                 r.any_date.sum().alias(f"{column}:valid"),
@@ -194,11 +210,18 @@ def _pass_two(source: TableSource, kinds: list[tuple[ColumnType, float]]) -> dic
                 r.ambiguous.sum().alias(f"{column}:ambiguous"),
             ]
         else:
-            valid = typed_value(_cell(column), kind).is_not_null().sum()
+            valid = typed_value(pl.col(f"{column}:cell"), kind).is_not_null().sum()
             aggregates.append(valid.alias(f"{column}:valid"))
     if not aggregates:
         return {}
-    return _summed(source, lambda frame: frame.with_columns(readings).select(aggregates))
+
+    def query(frame: pl.LazyFrame) -> pl.LazyFrame:
+        frame = frame.with_columns(_cell(c).alias(f"{c}:cell") for c in stripped)
+        for column in dates:
+            frame = with_readings(frame, pl.col(f"{column}:cell"), f"{column}:")
+        return frame.select(aggregates)
+
+    return _summed(source, query)
 
 
 def _column_profile(

@@ -8,10 +8,15 @@ ROW nodes (span: the row's line) with HAS_ROW edges from the TABLE. A partial cl
 the generator receives the node ids the core assigned: rows in later partials point at
 their TABLE by that id. The last partial is sent with `partial: False` and carries the
 job's stats: `rows`, `dirty_counts` per type, and what reading counted on the way.
+
+Rows go in by runs: each chunk (rows.py, rowjson.py) is cut where a partial closes, which
+is computed from the chunk's running byte sizes and ambiguity positions rather than row by
+row, with the same outcome: a partial closes before the first row that finds it full.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -19,14 +24,15 @@ from typing import Any
 
 import polars as pl
 
-from workers_common import Candidate, InvalidInput, ValidTime
+from workers_common import Candidate, InvalidInput
 
 from .celltypes import ColumnType
 from .dates import DAY_MICROS, effective_column
 from .options import TabularOptions
 from .partial import AmbiguitySpec, Endpoint, PartialBuffer
 from .profile import ColumnProfile, TableProfile, kept_rows, profile_table
-from .rows import DateAmbiguity, PreparedRows, RowPreparer, escape
+from .rowjson import PreparedRows, RowWriter
+from .rows import DateAmbiguity, RowPreparer, escape
 from .source import TableSource, polars_reason
 
 __all__ = ["Submission", "project"]
@@ -79,12 +85,25 @@ class _Stream:
         sent = self.buffer
         ids = yield sent.build(clarify=self.options.clarify, stats=None, final=False)
         if isinstance(self.table, int):
-            if len(ids) != len(sent.nodes):
+            if len(ids) != sent.node_count:
                 raise InvalidInput(
-                    f"the core returned {len(ids)} node ids for {len(sent.nodes)} nodes"
+                    f"the core returned {len(ids)} node ids for {sent.node_count} nodes"
                 )
             self.table = ids[self.table]
         self.buffer = PartialBuffer(base_offset=sent.end_offset)
+
+    def room(self, rows: PreparedRows, start: int, recorded: list[int]) -> int:
+        """Where the run of `rows` from `start` stops: before the first row that would find
+        the partial full (chunk_rows, max_partial_bytes, the ambiguity cap), given the
+        rows whose ambiguities are `recorded` (ascending); the partial must not be full."""
+        buffer = self.buffer
+        stop = min(len(rows), start + self.options.chunk_rows - buffer.rows)
+        stop = min(stop, rows.fitting(start, self.options.max_partial_bytes - buffer.byte_length))
+        left = _MAX_AMBIGUITIES - len(buffer.ambiguities)
+        at = bisect_left(recorded, start) + left - 1  # the one that fills the cap
+        if at < len(recorded):
+            stop = min(stop, recorded[at] + 1)
+        return stop
 
     def finish(self) -> Submission:
         return self.buffer.build(
@@ -113,16 +132,22 @@ def project(
             table.frame.collect_schema() if names else pl.Schema(),
             effective,
             options.date_order,
-            extra_key=_free_key("_extra", names),
+            clarify=options.clarify,
         )
+        writer = RowWriter(profile, extra_key=_free_key("_extra", names))
+        dates = None if effective is None else profile.columns[effective]
         index = 0
         for chunk in _chunks(table, names, textual, fmt, options):
-            rows = preparer.prepare(chunk)
-            for at in range(len(rows)):
+            rows = writer.prepare(preparer.cells(chunk))
+            recorded = sorted(rows.ambiguities)
+            at = 0
+            while at < len(rows):
                 if stream.full():
                     yield from stream.flush()
-                _add_row(stream, rows, at, index, effective, profile)
-                index += 1
+                stop = stream.room(rows, at, recorded)
+                _add_rows(stream, rows, at, stop, index, recorded, dates)
+                index += stop - at
+                at = stop
     yield stream.finish()
 
 
@@ -245,39 +270,37 @@ def _column_properties(column: ColumnProfile, effective: int | None) -> dict[str
     return properties
 
 
-def _iso(day: int) -> str:
-    return str(pl.select(pl.lit(day).cast(pl.Date).dt.to_string("%Y-%m-%d")).item())
-
-
-def _add_row(
+def _add_rows(
     stream: _Stream,
     rows: PreparedRows,
-    at: int,
+    start: int,
+    stop: int,
     index: int,
-    effective: int | None,
-    profile: TableProfile,
+    recorded: list[int],
+    dates: ColumnProfile | None,
 ) -> None:
+    """Rows [start, stop) of a chunk into the partial, `index` the first one's position in
+    its table, with the ambiguities of those rows (`recorded`: their positions) on the
+    effective-date column `dates`."""
     buffer = stream.buffer
-    start, end = buffer.add_text(rows.lines[at], rows.sizes[at])
-    buffer.add_text("\n", 1)
-    valid_from = rows.valid_from[at]
-    valid_time = None if valid_from is None else ValidTime(valid_from, rows.valid_to[at])
-    node = buffer.add_node(
-        ("ROW",), rows.properties[at], span=(start, end, "row"), valid_time=valid_time
-    )
-    buffer.add_edge("HAS_ROW", stream.table, node, {"index": index})
-    buffer.rows += 1
-    ambiguity = rows.ambiguities[at]
-    if ambiguity is not None and stream.options.clarify and effective is not None:
-        buffer.ambiguities.append(_ambiguity_spec(node, ambiguity, profile.columns[effective]))
+    first = buffer.add_rows(rows, start, stop, table=stream.table, first_index=index)
+    if dates is None:
+        return
+    for at in recorded[bisect_left(recorded, start) : bisect_left(recorded, stop)]:
+        spec = _ambiguity_spec(first + at - start, rows.ambiguities[at], dates)
+        buffer.ambiguities.append(spec)
 
 
 def _ambiguity_spec(node: int, ambiguity: DateAmbiguity, column: ColumnProfile) -> AmbiguitySpec:
     applied = "day-first" if ambiguity.day_first else "month-first"
     other = "month-first" if ambiguity.day_first else "day-first"
+    readings = (
+        (ambiguity.applied_day, ambiguity.applied_iso, applied),
+        (ambiguity.other_day, ambiguity.other_iso, other),
+    )
     candidates = tuple(
-        Candidate(f"{_iso(day)} ({order})", day * DAY_MICROS, (day + 1) * DAY_MICROS)
-        for day, order in ((ambiguity.applied_day, applied), (ambiguity.other_day, other))
+        Candidate(f"{iso} ({order})", day * DAY_MICROS, (day + 1) * DAY_MICROS)
+        for day, iso, order in readings
     )
     return AmbiguitySpec(
         node=node,

@@ -1,5 +1,6 @@
-"""One chunk of rows to what the ROW nodes need: canonical lines, typed properties, valid
-times and date ambiguities — computed as polars expressions over the whole chunk.
+"""One chunk of rows to what its ROW nodes say — canonical lines, typed values, valid times
+and date ambiguities — computed as polars expressions over the whole chunk (RowCells).
+rowjson.py then writes them as JSON text.
 
 Canonical rendering (deterministic, one line per row, no line breaks inside): the fields
 in column order separated by a tab, each written as its source text with `\\` → `\\\\`,
@@ -13,8 +14,8 @@ normalization leaves it byte for byte as measured here, and row spans are exact.
 from __future__ import annotations
 
 import json
+import unicodedata
 from dataclasses import dataclass
-from typing import Any
 
 import polars as pl
 
@@ -24,7 +25,15 @@ from .options import DateOrder
 from .profile import ColumnProfile, TableProfile
 from .source import positional
 
-__all__ = ["DateAmbiguity", "PreparedRows", "RowPreparer", "escape", "render_line"]
+__all__ = [
+    "DateAmbiguity",
+    "RowCells",
+    "RowPreparer",
+    "dirty_column",
+    "escape",
+    "nfc_lines",
+    "value_column",
+]
 
 
 _ESCAPES = {"\\": "\\\\", "\r\n": "\\n", "\r": "\\n", "\n": "\\n", "\t": "\\t"}
@@ -39,20 +48,24 @@ def escape(cell: pl.Expr) -> pl.Expr:
 
 
 def nfc_lines(lines: pl.Series) -> pl.Series:
-    """NFC of each line; skipped for an all-ASCII chunk, where it changes nothing."""
-    if lines.str.contains(r"[^\x00-\x7F]").any():
-        return lines.str.normalize("NFC")
-    return lines
+    """NFC of each line; skipped when the chunk is in NFC already, as most text is.
+
+    Python's quick check over the joined lines costs a tenth of polars' normalization,
+    and LF neither composes nor reorders, so the joined text is NFC exactly when every
+    line is."""
+    if unicodedata.is_normalized("NFC", lines.str.join("\n").item()):
+        return lines
+    return lines.str.normalize("NFC")
 
 
-def render_line(fields: list[str]) -> str:
-    """The canonical line of literal fields (the header line), same rules as the rows."""
-    rendered = pl.select(
-        pl.concat_str([escape(pl.lit(f, pl.String)) for f in fields], separator="\t").str.normalize(
-            "NFC"
-        )
-    ).item()
-    return str(rendered) if fields else ""
+def value_column(index: int) -> str:
+    """The RowCells column of the `index`-th column's typed values."""
+    return f"v{index}"
+
+
+def dirty_column(index: int) -> str:
+    """The RowCells column of the `index`-th column's dirty cells (raw text, else null)."""
+    return f"d{index}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,25 +75,33 @@ class DateAmbiguity:
     applied_day: int
     """Days since 1970-01-01 of the applied reading."""
     other_day: int
+    applied_iso: str
+    """The applied reading as yyyy-mm-dd."""
+    other_iso: str
     day_first: bool
     """Whether the applied reading is day-first."""
     confidence: float
 
 
 @dataclass(frozen=True, slots=True)
-class PreparedRows:
-    """A chunk's rows, ready for the builder."""
+class RowCells:
+    """A chunk's rows as values, one frame row per ROW node.
 
-    lines: list[str]
-    sizes: list[int]
-    """UTF-8 bytes of each line (without its LF)."""
-    properties: list[dict[str, Any]]
-    valid_from: list[int | None]
-    valid_to: list[int | None]
-    ambiguities: list[DateAmbiguity | None]
+    Columns: `line` (canonical, NFC); per table column, `v{i}` its typed value (null for
+    an empty cell: no property) and, where the type can misfit, `d{i}` the raw text of a
+    dirty cell (kept instead of the value, which is then null); `valid_from` and
+    `valid_to` (Unix microseconds, null when there is none). Ragged rows' extra fields and
+    the effective date's ambiguities are by row position: both are rare.
+    """
 
-    def __len__(self) -> int:
-        return len(self.lines)
+    frame: pl.DataFrame
+    plain: frozenset[str]
+    """String columns of `frame` known to hold no character JSON escapes (checked per
+    chunk: most columns of most chunks), which the writer need not escape."""
+    extras: dict[int, list[str]]
+    """Extra fields past the header, trailing empty ones dropped."""
+    ambiguities: dict[int, DateAmbiguity]
+    """Only when they are recorded (options.clarify and an effective date column)."""
 
 
 def _to_text(value: object) -> str:
@@ -115,8 +136,12 @@ def _native_text(column: pl.Expr, dtype: pl.DataType) -> pl.Expr:
     return column.cast(pl.String)
 
 
+def _can_be_dirty(column: ColumnProfile) -> bool:
+    return column.inferred and column.type is not ColumnType.STRING
+
+
 class RowPreparer:
-    """Turns successive chunks of one table into PreparedRows, carrying date votes."""
+    """Turns successive chunks of one table into RowCells, carrying date votes."""
 
     def __init__(
         self,
@@ -124,43 +149,54 @@ class RowPreparer:
         schema: pl.Schema,
         effective: int | None,
         date_order: DateOrder,
-        extra_key: str,
+        *,
+        clarify: bool,
     ) -> None:
         self._profile = profile
         self._schema = schema
         self._effective = effective
         self._order = date_order
-        self._extra_key = extra_key
+        self._clarify = clarify
         self._votes = {c.index: VoteCarry() for c in profile.columns if _voted(c)}
 
-    def prepare(self, chunk: pl.DataFrame) -> PreparedRows:
+    def cells(self, chunk: pl.DataFrame) -> RowCells:
         dates = {
             index: carry.applied(chunk, positional(index), self._order)
             for index, carry in self._votes.items()
         }
-        frame = chunk.with_columns([d["date"].alias(f"date{i}") for i, d in dates.items()])
-        lines = nfc_lines(frame.select(self._line()).to_series())
-        values = frame.select(self._values())
-        dirty = frame.select(self._dirty())
-        properties = [{k: v for k, v in row.items() if v is not None} for row in values.to_dicts()]
-        self._patch_dirty(frame, dirty, properties)
-        self._patch_extra(frame, properties)
-        valid_from, valid_to, ambiguities = self._valid_times(frame, dates)
-        return PreparedRows(
-            lines=lines.to_list(),
-            sizes=lines.str.len_bytes().to_list(),
-            properties=properties,
-            valid_from=valid_from,
-            valid_to=valid_to,
-            ambiguities=ambiguities,
+        inferred = [c for c in self._profile.columns if c.inferred]
+        # Each typed rule reads the cell stripped: stripped once (`s{i}`), not per rule.
+        frame = chunk.with_columns(
+            *(d["date"].alias(f"date{i}") for i, d in dates.items()),
+            *(_stripped(c.index) for c in inferred),
+        )
+        spare = _spare_in_use(chunk, self._profile.spare)
+        plain = _plain(frame, [positional(c.index) for c in inferred] + spare)
+        cells = frame.select(
+            self._line(spare, plain),
+            *(self._value(c).alias(value_column(c.index)) for c in self._profile.columns),
+            *self._valid_time(),
+        )
+        cells = cells.with_columns(nfc_lines(cells["line"]), *self._dirty(frame, cells))
+        return RowCells(
+            frame=cells,
+            plain=frozenset(
+                name
+                for c in inferred
+                if positional(c.index) in plain
+                for name in (value_column(c.index), dirty_column(c.index))
+            ),
+            extras=_extras(frame, spare),
+            ambiguities=self._ambiguities(dates),
         )
 
     # -- expressions -----------------------------------------------------------------------
 
-    def _cell(self, column: ColumnProfile) -> pl.Expr:
+    def _cell(self, column: ColumnProfile, plain: set[str]) -> pl.Expr:
         name = positional(column.index)
         if column.inferred:
-            return escape(pl.col(name).cast(pl.String))
+            text = pl.col(name).cast(pl.String)
+            return text.fill_null("") if name in plain else escape(text)
         dtype = self._schema[name]
         return escape(
             _native_text(pl.col(name), dtype)
@@ -168,12 +204,12 @@ class RowPreparer:
             else pl.col(name).cast(pl.String)
         )
 
-    def _line(self) -> pl.Expr:
-        line = pl.concat_str([self._cell(c) for c in self._profile.columns], separator="\t")
-        if self._profile.spare:
-            extra = pl.concat_str(
-                [escape(pl.col(c)) for c in self._profile.spare], separator="\t"
-            ).str.strip_chars_end("\t")
+    def _line(self, spare: list[str], plain: set[str]) -> pl.Expr:
+        """The canonical line; the columns in `plain` have nothing to escape."""
+        line = pl.concat_str([self._cell(c, plain) for c in self._profile.columns], separator="\t")
+        if spare:
+            fields = [pl.col(c).fill_null("") if c in plain else escape(pl.col(c)) for c in spare]
+            extra = pl.concat_str(fields, separator="\t").str.strip_chars_end("\t")
             line = (
                 pl.when(extra != "")
                 .then(pl.concat_str([line, extra], separator="\t"))
@@ -185,93 +221,121 @@ class RowPreparer:
         name = positional(column.index)
         if not column.inferred:
             return _native_value(pl.col(name), self._schema[name])
-        raw = pl.col(name).cast(pl.String)
-        cell = raw.str.strip_chars()
-        if column.type is ColumnType.STRING:
-            return pl.when(cell != "").then(raw)
         if column.type is ColumnType.DATE:
             return pl.col(f"date{column.index}").dt.to_string("%Y-%m-%d")
+        cell = pl.col(f"s{column.index}")
+        if column.type is ColumnType.STRING:
+            return pl.when(cell != "").then(pl.col(name).cast(pl.String))
         value = typed_value(cell, column.type)
         if column.type is ColumnType.DATETIME:
             return value.dt.to_string("%Y-%m-%dT%H:%M:%S%.f")
         return value
 
-    def _values(self) -> list[pl.Expr]:
-        return [self._value(c).alias(c.name) for c in self._profile.columns]
+    def _dirty(self, frame: pl.DataFrame, cells: pl.DataFrame) -> list[pl.Series]:
+        """`d{i}`: a non-empty cell without a typed value is kept as its raw text (and
+        counted). Only a column with a null value in the chunk can have one: null counts
+        are free, and most chunks of most columns skip the check."""
+        suspects = [
+            c
+            for c in self._profile.columns
+            if _can_be_dirty(c) and cells[value_column(c.index)].null_count()
+        ]
+        if not suspects:
+            return []
+        values = [cells[value_column(c.index)] for c in suspects]
+        return frame.with_columns(values).select(_misfit(c.index) for c in suspects).get_columns()
 
-    def _dirty(self) -> list[pl.Expr]:
-        out = []
-        for column in self._profile.columns:
-            name = positional(column.index)
-            if column.inferred and column.type is not ColumnType.STRING:
-                cell = pl.col(name).cast(pl.String).str.strip_chars()
-                out.append(((cell != "") & self._value(column).is_null()).alias(column.name))
-        return out
-
-    # -- per-row fixes, only for the rows that need them ------------------------------------
-
-    def _patch_dirty(
-        self, frame: pl.DataFrame, dirty: pl.DataFrame, properties: list[dict[str, Any]]
-    ) -> None:
-        if dirty.width == 0:
-            return
-        names = {c.name: positional(c.index) for c in self._profile.columns}
-        flagged = dirty.with_row_index("_i").filter(pl.any_horizontal(pl.exclude("_i")))
-        for row in flagged.iter_rows(named=True):
-            index = row.pop("_i")
-            for name, is_dirty in row.items():
-                if is_dirty:
-                    # Kept as its raw text: nothing of the source is lost (and counted).
-                    properties[index][name] = frame[names[name]][index]
-
-    def _patch_extra(self, frame: pl.DataFrame, properties: list[dict[str, Any]]) -> None:
-        if not self._profile.spare:
-            return
-        spare = frame.select(self._profile.spare).with_row_index("_i")
-        ragged = spare.filter(pl.any_horizontal([pl.col(c) != "" for c in self._profile.spare]))
-        for row in ragged.iter_rows():
-            fields = [str(f or "") for f in row[1:]]
-            while fields and not fields[-1]:
-                fields.pop()
-            properties[row[0]][self._extra_key] = fields
-
-    def _valid_times(
-        self, frame: pl.DataFrame, dates: dict[int, pl.DataFrame]
-    ) -> tuple[list[int | None], list[int | None], list[DateAmbiguity | None]]:
-        rows = frame.height
-        none: list[Any] = [None] * rows
+    def _valid_time(self) -> tuple[pl.Expr, pl.Expr]:
+        """The effective date's interval: a whole day for a date, an instant for a datetime."""
+        none = pl.lit(None, pl.Int64)
         if self._effective is None:
-            return none, list(none), list(none)
+            return none.alias("valid_from"), none.alias("valid_to")
         column = self._profile.columns[self._effective]
         name = positional(column.index)
         if column.type is ColumnType.DATE:
-            day = dates[column.index]["date"] if column.inferred else frame[name]
-            start = (day.cast(pl.Int64) * DAY_MICROS).to_list()
-            end = [None if s is None else s + DAY_MICROS for s in start]
-            return start, end, self._ambiguities(dates.get(column.index), rows)
+            day = pl.col(f"date{column.index}") if column.inferred else pl.col(name)
+            start = day.cast(pl.Int64) * DAY_MICROS
+            return start.alias("valid_from"), (start + DAY_MICROS).alias("valid_to")
         moment = (
-            typed_value(pl.col(name).cast(pl.String).str.strip_chars(), column.type)
+            typed_value(pl.col(f"s{column.index}"), column.type)
             if column.inferred
             else pl.col(name)
         )
-        start = frame.select(moment.dt.epoch("us")).to_series().to_list()
-        return start, list(none), list(none)
+        return moment.dt.epoch("us").alias("valid_from"), none.alias("valid_to")
 
-    @staticmethod
-    def _ambiguities(readings: pl.DataFrame | None, rows: int) -> list[DateAmbiguity | None]:
-        out: list[DateAmbiguity | None] = [None] * rows
+    def _ambiguities(self, dates: dict[int, pl.DataFrame]) -> dict[int, DateAmbiguity]:
+        if not self._clarify or self._effective is None:
+            return {}
+        readings = dates.get(self._profile.columns[self._effective].index)
         if readings is None:
-            return out
+            return {}
         flagged = readings.with_row_index("_i").filter(pl.col("alt").is_not_null())
-        for index, applied, other, confidence, day_first in flagged.select(
+        columns = flagged.select(
             "_i",
             pl.col("date").cast(pl.Int64),
             pl.col("alt").cast(pl.Int64),
-            "confidence",
+            pl.col("date").dt.to_string("%Y-%m-%d").alias("iso"),
+            pl.col("alt").dt.to_string("%Y-%m-%d").alias("other_iso"),
             "day_first",
-        ).iter_rows():
-            out[index] = DateAmbiguity(applied, other, bool(day_first), round(float(confidence), 4))
-        return out
+            "confidence",
+        )
+        return {
+            index: DateAmbiguity(applied, other, iso, other_iso, bool(day_first), round(conf, 4))
+            for index, applied, other, iso, other_iso, day_first, conf in columns.iter_rows()
+        }
+
+
+def _stripped(index: int) -> pl.Expr:
+    return pl.col(positional(index)).cast(pl.String).str.strip_chars().alias(f"s{index}")
+
+
+def _misfit(index: int) -> pl.Expr:
+    misfit = (pl.col(f"s{index}") != "") & pl.col(value_column(index)).is_null()
+    return (
+        pl.when(misfit).then(pl.col(positional(index)).cast(pl.String)).alias(dirty_column(index))
+    )
+
+
+# What JSON escapes (the quote, the backslash, C0 controls), a superset of what the
+# canonical line escapes (backslash, tab, CR, LF).
+_ESCAPED = r'[\x00-\x1f"\\]'
+
+
+def _plain(frame: pl.DataFrame, columns: list[str]) -> set[str]:
+    """Which of the String `columns` have no character to escape in this chunk."""
+    if not columns:
+        return set()
+    found = frame.select(pl.col(c).cast(pl.String).str.contains(_ESCAPED).any() for c in columns)
+    return {c for c in columns if not found[c][0]}
+
+
+def _spare_in_use(chunk: pl.DataFrame, spare: list[str]) -> list[str]:
+    """The spare columns up to the last one with a non-empty field in this chunk: most
+    chunks have no ragged row, and empty fields at the end add nothing to a line (trailing
+    empty fields are stripped) or to `_extra`."""
+    if not spare:
+        return []
+    longest = chunk.select(pl.col(spare).str.len_bytes().max()).row(0)
+    in_use = [at for at, size in enumerate(longest) if size]
+    return spare[: in_use[-1] + 1] if in_use else []
+
+
+def _extras(frame: pl.DataFrame, spare: list[str]) -> dict[int, list[str]]:
+    """The extra fields of each ragged row, by position (rare: done row by row)."""
+    if not spare:
+        return {}
+    ragged = (
+        frame.select(spare)
+        .with_row_index("_i")
+        .filter(pl.any_horizontal([pl.col(c) != "" for c in spare]))
+    )
+    extras = {}
+    for row in ragged.iter_rows():
+        fields = [str(f or "") for f in row[1:]]
+        while fields and not fields[-1]:
+            fields.pop()
+        extras[row[0]] = fields
+    return extras
 
 
 def _voted(column: ColumnProfile) -> bool:
