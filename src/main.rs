@@ -5,6 +5,12 @@ use std::io::IsTerminal;
 
 use clap::Parser;
 
+// mimalloc rather than glibc's malloc: the server parses submissions on a pool of
+// blocking threads, and glibc gives each thread an arena whose freed pages it keeps;
+// mimalloc returns them, and is faster on the parse's many small allocations.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let cli = telha::cli::Cli::parse();
     let default_level = if matches!(cli.command, telha::cli::Command::Serve) { "info" } else { "warn" };

@@ -206,6 +206,34 @@ async fn early_applied_partials_stay_hidden_and_a_failed_attempt_leaves_nothing(
     assert_eq!(p.relationships.len(), 2);
 }
 
+/// A pipelining worker's seq 1 that arrives before seq 0 is accepted waits for it
+/// (it is not a gap), and both land in order; seq 2 with neither before it is a gap.
+#[tokio::test]
+async fn a_partial_that_overtakes_its_predecessor_waits_for_it() {
+    let s = Server::start(None);
+    let mut w = Worker::connect(&s, "w", &["txt"]).await;
+    let j = take(&s, &mut w, "t", "pipelined").await;
+    let p0 = json!({"v":1,"seq":0,"partial":true,"canonicalText":"ab","spans":[{"start":0,"end":2}],"nodes":[{"labels":["A"],"spanRefs":[0]}]});
+    let p1 = json!({"v":1,"seq":1,"partial":false,"canonicalText":"cd","spans":[{"start":2,"end":4}],"nodes":[{"labels":["B"],"spanRefs":[0]}]});
+    let request = IngestionResult { job_id: j.job_id.clone(), success: true, result_json: p1.to_string().into_bytes(), worker_id: "w".into(), attempt: j.attempt, ..Default::default() };
+    let mut ahead = s.worker_client().await;
+    let second = tokio::spawn(async move { ahead.submit_ingestion_result(request).await.unwrap().into_inner() });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!second.is_finished(), "seq 1 was answered before seq 0 arrived");
+    let r0 = w.succeed(&j, &p0.to_string()).await;
+    assert!(r0.accepted, "{}", r0.reason);
+    let r1 = tokio::time::timeout(Duration::from_secs(10), second).await.expect("seq 1 still waits").unwrap();
+    assert!(r1.accepted, "{}", r1.reason);
+    let p = projection(&s, &j.job_id, "t").await.unwrap();
+    assert_eq!(p.canonical_text, "abcd");
+    assert_eq!(p.spans.iter().map(|s| (s.start, s.end)).collect::<Vec<_>>(), vec![(0, 2), (2, 4)]);
+    assert_eq!(p.nodes.iter().map(|n| n.span_refs.clone()).collect::<Vec<_>>(), vec![vec![0], vec![1]]);
+
+    let g = take(&s, &mut w, "t", "gap").await;
+    let r = w.succeed(&g, r#"{"v":1,"seq":2,"partial":true,"canonicalText":"x"}"#).await;
+    assert!(!r.accepted && r.reason.contains("seq 0 of this lease was not accepted"), "{}", r.reason);
+}
+
 /// A partial whose span points before its own slice (or past the accumulated text)
 /// fails the attempt, and the earlier accepted partials never become visible.
 #[tokio::test]

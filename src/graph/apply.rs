@@ -90,11 +90,13 @@ pub struct Encoded {
 
 impl Encoded {
     pub fn of(sub: &Submission) -> Self {
-        fn text(v: Option<&serde_json::Value>) -> String {
-            // Serializing a Value (a map or a scalar) to a String cannot fail.
-            v.map_or_else(|| "{}".to_string(), |v| serde_json::to_string(v).unwrap_or_default())
+        fn text(raw: Option<&serde_json::value::RawValue>) -> String {
+            // Text the parser already accepted as a JSON object: parsing it again and
+            // serializing the map (keys sorted) cannot fail.
+            let canonical = |raw: &serde_json::value::RawValue| serde_json::from_str::<serde_json::Value>(raw.get()).and_then(|v| serde_json::to_string(&v));
+            raw.map_or_else(|| "{}".to_string(), |raw| canonical(raw).unwrap_or_else(|_| "{}".to_string()))
         }
-        Self { nodes: sub.nodes.iter().map(|n| text(n.properties.as_ref())).collect(), edges: sub.relationships.iter().map(|r| text(r.properties.as_ref())).collect() }
+        Self { nodes: sub.nodes.iter().map(|n| text(n.properties.as_deref())).collect(), edges: sub.relationships.iter().map(|r| text(r.properties.as_deref())).collect() }
     }
 }
 

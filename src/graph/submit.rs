@@ -14,7 +14,7 @@ use super::apply::{self, Bases, Encoded};
 use super::wire::Submission;
 use crate::failure::FailureKind;
 use crate::store::jobs::{self, FailOutcome, Policy};
-use crate::store::records::{FailureRecord, SubmissionRecord};
+use crate::store::records::{FailureRecord, LeaseRecord, SubmissionRecord};
 use crate::store::state::{transition, Event, JobState};
 use crate::store::tables::{LEASES, META, SUBMISSIONS};
 use crate::store::{StoreError, Tx};
@@ -63,16 +63,39 @@ fn record(txn: &WriteTransaction, key: (u64, u64, u32)) -> Result<Option<Submiss
     })
 }
 
-/// The global text offset at which submission `seq` of lease `attempt` starts, as
-/// far as a snapshot knows (the RPC layer validates spans against it; the write
-/// transaction checks it again).
-pub fn base_offset(txn: &ReadTransaction, job: u64, attempt: u64, seq: u32) -> Result<u64, StoreError> {
-    let Some(prev) = seq.checked_sub(1) else { return Ok(0) };
-    let t = txn.open_table(SUBMISSIONS)?;
-    Ok(match t.get((job, attempt, prev))? {
-        Some(b) => SubmissionRecord::decode(b.value())?.text_end,
-        None => 0,
-    })
+/// Where submission `seq` of lease `attempt` of `job` starts, as far as a snapshot knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Base {
+    /// At this global text offset (the RPC layer validates spans against it; the
+    /// write transaction checks it again).
+    At(u64),
+    /// Seq `seq - 1` of this lease is not accepted yet, and the lease is current: a
+    /// pipelining worker sent `seq` before its predecessor was answered.
+    Waiting,
+    /// Seq `seq - 2` is not accepted either: a worker keeps at most two partials of a
+    /// lease in flight, so `seq - 1` cannot be on its way; a gap.
+    Gap,
+    /// The lease is not current: the write transaction will fence the submission.
+    NotLeased,
+}
+
+pub fn base_offset(txn: &ReadTransaction, job: u64, attempt: u64, seq: u32) -> Result<Base, StoreError> {
+    let Some(prev) = seq.checked_sub(1) else { return Ok(Base::At(0)) };
+    if let Some(b) = txn.open_table(SUBMISSIONS)?.get((job, attempt, prev))? {
+        return Ok(Base::At(SubmissionRecord::decode(b.value())?.text_end));
+    }
+    let current = match txn.open_table(LEASES)?.get(job)? {
+        Some(b) => LeaseRecord::decode(b.value())?.attempt == attempt,
+        None => false,
+    };
+    if !current {
+        return Ok(Base::NotLeased);
+    }
+    let before = match prev.checked_sub(1) {
+        Some(p) => txn.open_table(SUBMISSIONS)?.get((job, attempt, p))?.is_some(),
+        None => true,
+    };
+    Ok(if before { Base::Waiting } else { Base::Gap })
 }
 
 /// Hands out `n` consecutive core node numbers; returns the first.

@@ -5,6 +5,7 @@
 use std::collections::{BTreeSet, HashSet};
 
 use base64::Engine;
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::wire::{Interval, Submission, WireError};
@@ -74,21 +75,28 @@ fn check_text(path: &str, s: &str, max: usize) -> Result<(), WireError> {
 }
 
 fn check_object(path: &str, v: &Option<Value>) -> Result<(), WireError> {
-    match v {
-        None | Some(Value::Object(_)) => Ok(()),
-        Some(other) => Err(WireError::field(path, format!("must be a JSON object, not {}", kind_of(other)))),
-    }
+    let kind = match v {
+        None | Some(Value::Object(_)) => return Ok(()),
+        Some(Value::Null) => "null",
+        Some(Value::Bool(_)) => "a boolean",
+        Some(Value::Number(_)) => "a number",
+        Some(Value::String(_)) => "a string",
+        Some(Value::Array(_)) => "an array",
+    };
+    Err(WireError::field(path, format!("must be a JSON object, not {kind}")))
 }
 
-fn kind_of(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
+fn check_raw_object(path: &str, v: &Option<Box<RawValue>>) -> Result<(), WireError> {
+    // Raw text the parser accepted as one JSON value: its first byte says its kind.
+    let kind = match v.as_ref().and_then(|raw| raw.get().trim_start().bytes().next()) {
+        None | Some(b'{') => return Ok(()),
+        Some(b'[') => "an array",
+        Some(b'"') => "a string",
+        Some(b't' | b'f') => "a boolean",
+        Some(b'n') => "null",
+        Some(_) => "a number",
+    };
+    Err(WireError::field(path, format!("must be a JSON object, not {kind}")))
 }
 
 fn check_interval(path: &str, i: &Interval) -> Result<(), WireError> {
@@ -150,7 +158,7 @@ pub fn validate(sub: &Submission, base: u64, caps: &Caps, formats: &BTreeSet<Str
                 return Err(WireError::field(format!("nodes[{i}].labels[{j}]"), format!("duplicate label {l:?}")));
             }
         }
-        check_object(&format!("nodes[{i}].properties"), &n.properties)?;
+        check_raw_object(&format!("nodes[{i}].properties"), &n.properties)?;
         for (j, r) in n.span_refs.iter().enumerate() {
             if *r >= sub.spans.len() as u64 {
                 return Err(WireError::field(format!("nodes[{i}].spanRefs[{j}]"), format!("{r} is out of range (this submission has {} spans)", sub.spans.len())));
@@ -188,7 +196,7 @@ pub fn validate(sub: &Submission, base: u64, caps: &Caps, formats: &BTreeSet<Str
                 _ => {}
             }
         }
-        check_object(&format!("relationships[{i}].properties"), &r.properties)?;
+        check_raw_object(&format!("relationships[{i}].properties"), &r.properties)?;
     }
 
     if let Some(h) = &sub.content_hash {

@@ -3,6 +3,7 @@
 //! the offending value (`nodes[3].labels[0]: …`). Parsing says nothing about
 //! offsets, refs or sizes; [`super::validate`] checks those before anything is applied.
 use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 /// Largest `result_json` accepted in one submission (also the gRPC decoding limit).
@@ -73,10 +74,11 @@ pub struct Span {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Node {
     pub labels: Vec<String>,
-    /// Kept as a JSON value so that "not an object" is reported by validation with a
-    /// clear message, rather than as a serde type error.
+    /// Kept as raw JSON text: checked to be an object by validation (with a clear
+    /// message rather than a serde type error) and made canonical once, node by node,
+    /// by `apply::Encoded` (a parsed map per node would be most of a partial's memory).
     #[serde(default)]
-    pub properties: Option<Value>,
+    pub properties: Option<Box<RawValue>>,
     #[serde(default)]
     pub span_refs: Vec<u64>,
     /// A worker-given deterministic id: the node upserts on it.
@@ -109,7 +111,7 @@ pub struct Relationship {
     #[serde(default)]
     pub to_id: Option<String>,
     #[serde(default)]
-    pub properties: Option<Value>,
+    pub properties: Option<Box<RawValue>>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

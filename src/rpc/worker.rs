@@ -1,8 +1,10 @@
 //! `WorkerService`: what format workers speak.
 use std::pin::Pin;
+use std::time::Duration;
 
 use futures_util::Stream;
 use tokio::io::AsyncReadExt;
+use tokio::sync::broadcast;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
 
@@ -13,9 +15,9 @@ use crate::failure::{self, FailureKind};
 use crate::proto::worker_service_server::WorkerService;
 use crate::proto::*;
 use crate::graph::apply::Encoded;
-use crate::graph::submit::{base_offset, Staged, SubmitOutcome};
+use crate::graph::submit::{base_offset, Base, Staged, SubmitOutcome};
 use crate::graph::validate::validate;
-use crate::graph::wire::{self, WireError};
+use crate::graph::wire::{self, Submission, WireError};
 use crate::store::jobs::{self, FailOutcome};
 use crate::store::records::FailureRecord;
 
@@ -98,12 +100,23 @@ impl WorkerService for WorkerApi {
                 _ => SubmitResponse { accepted: true, ..Default::default() },
             }));
         }
-        let core = self.core.clone();
         let attempt = r.attempt;
         let bytes = r.result_json;
         // Parse, validate all of it and store child contents as blobs, off the async
-        // workers (a partial may be tens of MB of JSON).
-        let checked = tokio::task::spawn_blocking(move || check(&core, id, attempt, bytes)).await.map_err(|e| Status::internal(e.to_string()))??;
+        // workers (a partial may be tens of MB of JSON). A partial may arrive before its
+        // predecessor is accepted (workers pipeline): it is parsed meanwhile, then
+        // waits for the predecessor's text offset to validate its spans.
+        let parsed = blocking(move || Ok(wire::parse(&bytes).map(|sub| (sub, bytes)))).await?;
+        let checked = match parsed {
+            Err(e) => Err(e),
+            Ok((sub, bytes)) => match base_when_ready(&self.core, id, attempt, sub.seq).await? {
+                Ok(base) => {
+                    let core = self.core.clone();
+                    blocking(move || check(&core, id, attempt, base, sub, bytes)).await?
+                }
+                Err(gap) => Err(gap),
+            },
+        };
         let sub = match checked {
             Ok(staged) => staged,
             Err(err) => {
@@ -187,15 +200,46 @@ impl WorkerService for WorkerApi {
     }
 }
 
-/// Parses and validates a submission against the text staged so far for its lease,
-/// and stores its child jobs' contents as blobs. `Ok(Err(_))` is a malformed
-/// submission; `Err(_)` a failure of ours.
-fn check(core: &Core, job: u64, attempt: u64, bytes: Vec<u8>) -> Result<Result<Staged, WireError>, Status> {
-    let sub = match wire::parse(&bytes) {
-        Ok(s) => s,
-        Err(e) => return Ok(Err(e)),
-    };
-    let base = base_offset(&core.store.read().map_err(store_status)?, job, attempt, sub.seq).map_err(store_status)?;
+/// How long a partial waits for its predecessor in the same lease to be accepted.
+const PREDECESSOR_WAIT: Duration = Duration::from_secs(30);
+
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T, Status> + Send + 'static) -> Result<T, Status> {
+    tokio::task::spawn_blocking(f).await.map_err(|e| Status::internal(e.to_string()))?
+}
+
+/// The text offset submission `seq` of lease `attempt` starts at, once its
+/// predecessor is accepted. A gap is an error naming it: `seq - 2` not accepted
+/// (at most two partials are in flight), or `seq - 1` not accepted within
+/// [`PREDECESSOR_WAIT`]. For a lease that is not current, 0: the store fences the
+/// submission.
+async fn base_when_ready(core: &Core, job: u64, attempt: u64, seq: u32) -> Result<Result<u64, WireError>, Status> {
+    let gap = |missing: u32, why: &str| WireError::field("seq", format!("{seq} leaves a gap: seq {missing} of this lease {why}"));
+    // Subscribed before looking, so that a commit between the look and the wait is heard.
+    let mut changes = core.store.subscribe();
+    let deadline = tokio::time::Instant::now() + PREDECESSOR_WAIT;
+    loop {
+        match base_offset(&core.store.read().map_err(store_status)?, job, attempt, seq).map_err(store_status)? {
+            Base::At(base) => return Ok(Ok(base)),
+            Base::NotLeased => return Ok(Ok(0)),
+            Base::Gap => return Ok(Err(gap(seq.saturating_sub(2), "was not accepted (a worker keeps at most two partials in flight)"))),
+            Base::Waiting => {}
+        }
+        loop {
+            match tokio::time::timeout_at(deadline, changes.recv()).await {
+                Err(_) => return Ok(Err(gap(seq.saturating_sub(1), &format!("was not accepted within {} s", PREDECESSOR_WAIT.as_secs())))),
+                Ok(Ok(changed)) if changed != job => continue,
+                Ok(Err(broadcast::error::RecvError::Closed)) => return Ok(Ok(0)),
+                // This job changed (or events were missed): look again.
+                Ok(_) => break,
+            }
+        }
+    }
+}
+
+/// Validates a parsed submission against the text accepted so far for its lease
+/// (which ends at `base`), and stores its child jobs' contents as blobs.
+/// `Ok(Err(_))` is a malformed submission; `Err(_)` a failure of ours.
+fn check(core: &Core, job: u64, attempt: u64, base: u64, sub: Submission, bytes: Vec<u8>) -> Result<Result<Staged, WireError>, Status> {
     let checked = match validate(&sub, base, &core.config().graph, &core.config().known_formats()) {
         Ok(c) => c,
         Err(e) => return Ok(Err(e)),

@@ -184,7 +184,8 @@ def test_refused_submission_closes_the_generator(job: Job) -> None:
             closed.append(True)
 
     assert drive(handler, job, core) is Outcome.REFUSED
-    assert len(core.raw) == 2
+    # seq 2 was on its way when the refusal of seq 1 was known; nothing after it.
+    assert len(core.raw) == 3
     assert closed == [True]
 
 

@@ -8,13 +8,14 @@ node ids the core assigned through `send()`. A generator that ends without a fin
 gets an empty finalizer. A refused submission ends the job for this worker: the generator
 is closed and nothing more is sent.
 
-Streams are pipelined: a partial is delivered from a background thread while the
-generator already prepares the next one, so the worker's work and the core's overlap.
-Submissions still go one at a time and in `seq` order (the next is sent only once the
-core answered the previous one), and at most two partials are held at once. What the
-generator receives is a `Sequence[str]` that waits for the core's answer when it is
-read: a generator that needs a partial's ids (to link later partials to its nodes)
-reads them and waits; one that does not never waits.
+Streams are pipelined: partials are delivered from background threads while the
+generator already prepares the next one, so the worker's work and the core's overlap,
+and the core parses one partial while it applies the one before. Two partials at most
+are on their way (the core takes them in `seq` order: a partial that overtakes its
+predecessor waits for it), so at most three are held at once. What the generator
+receives is a `Sequence[str]` that waits for the core's answer when it is read: a
+generator that needs a partial's ids (to link later partials to its nodes) reads them
+and waits; one that does not never waits.
 
 Exceptions raised by the handler propagate unchanged (the caller classifies them);
 `submit` signals delivery problems with its own exception type.
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import enum
 import logging
+from collections import deque
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeAlias, overload
@@ -142,6 +144,34 @@ class _NodeIds(Sequence[str]):
         return repr(self._ids()) if self._answer.done() else "<node ids pending>"
 
 
+_IN_FLIGHT = 2
+"""Partials of a stream on their way at once. The core accepts seq k only after seq k-1
+(a later one waits for it), and treats seq k arriving before seq k-2 was accepted as a
+gap: the next partial is sent once the one two before it was answered."""
+
+
+class _Deliveries:
+    """A stream's submissions on their way, delivered in order by background threads."""
+
+    def __init__(self, deliver: ThreadPoolExecutor, submit: Submit) -> None:
+        self._deliver = deliver
+        self._submit = submit
+        self._in_flight: deque[Future[Submitted]] = deque()
+
+    def send(self, payload: bytes) -> Future[Submitted]:
+        delivery = self._deliver.submit(self._submit, payload)
+        self._in_flight.append(delivery)
+        return delivery
+
+    def settle(self, limit: int) -> Submitted | None:
+        """Waits until at most `limit` are on their way; returns the first refusal."""
+        while len(self._in_flight) > limit:
+            done = self._in_flight.popleft().result()
+            if not done.accepted:
+                return done
+        return None
+
+
 def _drive_stream(
     stream: Generator[Mapping[str, Any], Sequence[str], None],
     job: Job,
@@ -150,10 +180,10 @@ def _drive_stream(
 ) -> Outcome:
     seq = 0
     node_ids: _NodeIds | None = None
-    in_flight: Future[Submitted] | None = None
-    # Leaving the block waits for a delivery still in flight (also when the handler
+    # Leaving the block waits for deliveries still in flight (also when the handler
     # raised), so the job's failure is reported after what was already sent.
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="telha-submit") as deliver:
+    with ThreadPoolExecutor(max_workers=_IN_FLIGHT, thread_name_prefix="telha-submit") as pool:
+        deliveries = _Deliveries(pool, submit)
         try:
             while True:
                 try:
@@ -165,19 +195,19 @@ def _drive_stream(
                     return _finish(job, refused.submitted)
                 final = _is_final(item, seq)
                 payload = canonical_json({**item, "seq": seq, "partial": not final})
-                if in_flight is not None and not (previous := in_flight.result()).accepted:
-                    return _finish(job, previous)
+                if (refusal := deliveries.settle(_IN_FLIGHT - 1)) is not None:
+                    return _finish(job, refusal)
                 if abandoned():
                     return Outcome.ABANDONED
-                in_flight = deliver.submit(submit, payload)
+                delivery = deliveries.send(payload)
                 if final:
-                    return _finish(job, in_flight.result())
+                    return _finish(job, deliveries.settle(0) or delivery.result())
                 seq += 1
-                node_ids = _NodeIds(in_flight)
+                node_ids = _NodeIds(delivery)
         finally:
             stream.close()
-    if in_flight is not None and not (previous := in_flight.result()).accepted:
-        return _finish(job, previous)
+    if (refusal := deliveries.settle(0)) is not None:
+        return _finish(job, refusal)
     if abandoned():
         return Outcome.ABANDONED
     # The generator ended without finalizing: close the job with an empty final partial.
