@@ -69,9 +69,8 @@ def reference_project(
                 buffer = stream.buffer
                 start, end = buffer.add_text(line, len(line.encode("utf-8")))
                 buffer.add_text("\n", 1)
-                node = buffer.add_node(
-                    ("ROW",), properties, span=(start, end, "row"), valid_time=valid_time
-                )
+                span = (start, end, "row") if end > start else None
+                node = buffer.add_node(("ROW",), properties, span=span, valid_time=valid_time)
                 buffer.add_edge("HAS_ROW", stream.table, node, {"index": index})
                 buffer.rows += 1
                 if ambiguity is not None and effective is not None:

@@ -37,9 +37,9 @@ def _run(projector: Projector, path: Path, fmt: str, options: dict[str, Any]) ->
 
 
 def _outcome(projector: Projector, path: Path, fmt: str, options: dict[str, Any]) -> object:
-    """The submissions, or the error both paths must raise alike: the builder's refusal of
-    a float beyond JSON's range or of an empty row span (by type: the paths meet the bad
-    cell in a different order), or the reading's failure (text that looks binary)."""
+    """The submissions, or the error both paths must raise alike: a builder refusal (by
+    type: the paths would meet a bad value in a different order), or the reading's
+    failure (text that looks binary)."""
     try:
         return _run(projector, path, fmt, options)
     except BuilderError as err:

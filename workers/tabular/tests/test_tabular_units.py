@@ -7,6 +7,7 @@ import csv
 import io
 import json
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pytest
@@ -260,3 +261,35 @@ def test_any_table_projects_with_a_line_per_row(
         for name, cell in zip(header, source, strict=True):
             if name in strings and cell.strip():
                 assert row["properties"][name] == cell
+
+
+def _rows_of(subs: list[bytes]) -> list[dict[str, Any]]:
+    return [n for raw in subs for n in json.loads(raw)["nodes"] if n["labels"] == ["ROW"]]
+
+
+def test_a_float_past_float64_range_is_a_dirty_cell(tmp_path: Path) -> None:
+    """1e400 fits the float pattern but not float64 (it would be infinity, which JSON
+    cannot carry): kept as its text, counted dirty, the job still succeeds."""
+    path = tmp_path / "big.csv"
+    path.write_text("a,b\n1.5,x\n1e400,y\n-1e400,z\n2.5,w\n")
+    subs = run_handler("tabular_worker:handle", path, format="csv")
+    check_submissions(subs)
+    assert [r["properties"]["a"] for r in _rows_of(subs)] == [1.5, "1e400", "-1e400", 2.5]
+    assert json.loads(subs[-1])["stats"]["dirty_counts"] == {"float": 2}
+
+
+def test_a_parquet_row_with_an_empty_line_has_no_span(tmp_path: Path) -> None:
+    """A one-column parquet row whose cell is null renders as an empty line: the ROW is
+    kept (with no properties) but has nothing to span; the other rows' spans still
+    point at their own lines."""
+    path = tmp_path / "one.parquet"
+    pl.DataFrame({"a": [1, None, 3]}).write_parquet(path)
+    subs = run_handler("tabular_worker:handle", path, format="parquet")
+    check_submissions(subs)
+    body = json.loads(subs[-1])
+    rows = _rows_of(subs)
+    assert [r["properties"] for r in rows] == [{"a": 1}, {}, {"a": 3}]
+    assert "spanRefs" not in rows[1]
+    text = body["canonicalText"].encode()
+    spanned = [body["spans"][r["spanRefs"][0]] for r in (rows[0], rows[2])]
+    assert [text[s["start"] : s["end"]] for s in spanned] == [b"1", b"3"]

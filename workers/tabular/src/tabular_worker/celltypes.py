@@ -102,7 +102,10 @@ def typed_value(cell: pl.Expr, kind: ColumnType) -> pl.Expr:
     if kind is ColumnType.INTEGER:
         return pl.when(cell.str.contains(_INT)).then(cell.cast(pl.Int64, strict=False))
     if kind is ColumnType.FLOAT:
-        return pl.when(cell.str.contains(_FLOAT)).then(cell.cast(pl.Float64, strict=False))
+        # A decimal past float64's range (1e400) reads as infinity, which JSON cannot
+        # carry: like any cell that does not fit its column, it is dirty.
+        value = cell.cast(pl.Float64, strict=False)
+        return pl.when(cell.str.contains(_FLOAT) & value.is_finite()).then(value)
     if kind is ColumnType.DATETIME:
         return parse_datetime(cell)
     raise ValueError(f"typed_value: {kind} has no single expression (dates vote, strings stay)")

@@ -113,7 +113,7 @@ class PartialBuffer:
         self.add_text(encoded.text, encoded.byte_length)
         count = stop - start
         self.rows += count
-        self.span_count += count
+        self.span_count += encoded.spans.count if encoded.spans is not None else 0
         self.node_count += count
         return encoded.first_node
 
@@ -175,7 +175,8 @@ def _add_row_nodes(builder: IngestionResultBuilder, rows: EncodedRows) -> None:
             f"rows encoded for span {rows.first_span} and node {rows.first_node} land at "
             f"span {builder.span_count} and node {builder.node_count}"
         )
-    builder.add_encoded_spans(rows.spans)
+    if rows.spans is not None:
+        builder.add_encoded_spans(rows.spans)
     builder.add_encoded_nodes(rows.nodes)
 
 

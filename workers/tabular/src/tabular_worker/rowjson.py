@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from workers_common import BuilderError, EncodedRun
+from workers_common import EncodedRun
 from workers_common.wire import canonical_json_text
 
 from .jsontext import float_json, json_pieces, json_string
@@ -30,7 +30,8 @@ __all__ = ["EncodedRows", "PreparedRows", "RowWriter"]
 class EncodedRows:
     """A run of rows as the builder takes them, with the indices they were encoded for."""
 
-    spans: EncodedRun
+    spans: EncodedRun | None
+    """None when every row's line is empty."""
     nodes: EncodedRun
     edges: EncodedRun
     first_span: int
@@ -80,20 +81,24 @@ class PreparedRows:
         starts at global offset `text_start`; `table` is the edges' `"fromRef":…` or
         `"fromId":…` member."""
         part = self.frame.slice(start, stop - start)
-        _refuse_empty_lines(part, text_start)
+        # A row whose line is empty (a parquet row of one null cell) has nothing to span:
+        # it gets no span and no spanRefs; the others' spans are numbered without it.
+        spanned = pl.col("size") > 0
+        span_ref = first_span + spanned.cast(pl.Int64).cum_sum() - 1
+        span_refs = (
+            pl.when(spanned)
+            .then(pl.concat_str(pl.lit(',"spanRefs":['), span_ref.cast(pl.String), pl.lit("]")))
+            .otherwise(pl.lit(""))
+        )
         position = pl.int_range(pl.len(), dtype=pl.Int64)
         begin = pl.col("end") - pl.col("size") - 1 + (text_start - _begin(part))
-        spans, nodes, edges, text = part.select(
-            _joined(
-                "spans", '{"end":', begin + pl.col("size"), ',"kind":"row","start":', begin, "}"
-            ),
+        nodes, edges, text = part.select(
             _joined(
                 "nodes",
                 '{"labels":["ROW"],"properties":{',
                 pl.col("properties"),
-                '},"spanRefs":[',
-                position + first_span,
-                "]",
+                "}",
+                span_refs,
                 pl.col("valid_time"),
                 "}",
             ),
@@ -107,9 +112,25 @@ class PreparedRows:
             ),
             pl.col("line").str.join("\n").alias("text"),
         ).row(0)
+        with_spans = part.filter(spanned)
+        spans = None
+        if with_spans.height:
+            spans = EncodedRun(
+                with_spans.select(
+                    _joined(
+                        "spans",
+                        '{"end":',
+                        begin + pl.col("size"),
+                        ',"kind":"row","start":',
+                        begin,
+                        "}",
+                    )
+                ).item(),
+                with_spans.height,
+            )
         count = part.height
         return EncodedRows(
-            spans=EncodedRun(spans, count),
+            spans=spans,
             nodes=EncodedRun(nodes, count),
             edges=EncodedRun(edges, count),
             first_span=first_span,
@@ -122,17 +143,6 @@ class PreparedRows:
 def _begin(part: pl.DataFrame) -> int:
     """Where the first row of `part` begins, in its chunk's running total."""
     return int(part["end"][0]) - int(part["size"][0]) - 1
-
-
-def _refuse_empty_lines(part: pl.DataFrame, text_start: int) -> None:
-    # An empty line would be an empty span, which the builder refuses; so does this path
-    # (a parquet row of one null cell), with the builder's message.
-    empty = (part["size"] == 0).arg_true()
-    if empty.len() == 0:
-        return
-    at = int(empty[0])
-    offset = text_start + int(part["end"][at]) - 1 - _begin(part)
-    raise BuilderError(f"span [{offset}, {offset}) is empty or reversed")
 
 
 def _joined(name: str, *pieces: str | pl.Expr) -> pl.Expr:
