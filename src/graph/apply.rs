@@ -159,12 +159,6 @@ fn index(n: u64, what: &str) -> Result<u32, StoreError> {
     u32::try_from(n).map_err(|_| corrupt(format!("more than u32::MAX {what} in one job")))
 }
 
-fn staged_record(txn: &WriteTransaction, key: (u64, u64, u32)) -> Result<SubmissionRecord, StoreError> {
-    let t = txn.open_table(SUBMISSIONS)?;
-    let bytes = t.get(key)?.ok_or_else(|| corrupt(format!("job {} lease {}: staged seq {} is missing", key.0, key.1, key.2)))?;
-    Ok(SubmissionRecord::decode(bytes.value())?)
-}
-
 /// The final commit of lease `attempt` of `rec` (see the module docs).
 pub fn finalize(tx: &mut Tx<'_>, rec: &mut JobRecord, attempt: u64, fin: Final<'_>, now: i64) -> Result<Done, StoreError> {
     let txn = tx.txn;
@@ -185,7 +179,7 @@ pub fn finalize(tx: &mut Tx<'_>, rec: &mut JobRecord, attempt: u64, fin: Final<'
     let mut children = Vec::new();
     let mut bases = Bases::default();
     for k in 0..seq {
-        let staged = staged_record(txn, (rec.id, attempt, k))?;
+        let staged = super::submit::record(txn, (rec.id, attempt, k))?.ok_or_else(|| corrupt(format!("job {} lease {attempt}: staged seq {k} is missing", rec.id)))?;
         chain.update(staged.result_hash.as_bytes());
         if !unchanged && !staged.result_json.is_empty() {
             let sub = wire::parse(&staged.result_json).map_err(|e| corrupt(format!("job {} staged seq {k} no longer parses: {e}", rec.id)))?;
@@ -230,14 +224,9 @@ pub fn reclaim(txn: &WriteTransaction, job: u64, tenant: &str, attempt: u64) -> 
     txn.open_table(SUBMISSIONS)?.retain_in((job, attempt, 0)..=(job, attempt, u32::MAX), |_, _| false)?;
     let ours = |j: u64, a: u64| j == job && a == attempt;
 
-    let mut chunks = Vec::new();
-    txn.open_table(JOB_NODES)?.retain_in((job, 0)..=(job, u32::MAX), |_, v| {
-        chunks.push(v.to_vec());
-        false
-    })?;
     {
         let mut versions = txn.open_table(NODE_VERSIONS)?;
-        for chunk in chunks {
+        for chunk in take_job_records(txn, JOB_NODES, job)? {
             // Version 0: a deferred upsert that was never applied.
             for p in ProjectedNodes::decode(chunk.as_slice())?.nodes.into_iter().filter(|p| p.version > 0) {
                 let key = (tenant, p.node_id.as_str(), p.version);
@@ -250,15 +239,10 @@ pub fn reclaim(txn: &WriteTransaction, job: u64, tenant: &str, attempt: u64) -> 
         }
     }
 
-    let mut chunks = Vec::new();
-    txn.open_table(JOB_EDGES)?.retain_in((job, 0)..=(job, u32::MAX), |_, v| {
-        chunks.push(v.to_vec());
-        false
-    })?;
     {
         let mut out = txn.open_table(EDGES_OUT)?;
         let mut into = txn.open_table(EDGES_IN)?;
-        for chunk in chunks {
+        for chunk in take_job_records(txn, JOB_EDGES, job)? {
             for e in ProjectedEdges::decode(chunk.as_slice())?.edges {
                 let key = (tenant, e.from_id.as_str(), e.kind.as_str(), e.to_id.as_str());
                 let written = out.get(key)?.map(|g| EdgeRecord::decode(g.value())).transpose()?;
@@ -270,10 +254,20 @@ pub fn reclaim(txn: &WriteTransaction, job: u64, tenant: &str, attempt: u64) -> 
             }
         }
     }
-    txn.open_table(JOB_SPANS)?.retain_in((job, 0)..=(job, u32::MAX), |_, _| false)?;
-    txn.open_table(JOB_TEXT)?.retain_in((job, 0)..=(job, u32::MAX), |_, _| false)?;
+    take_job_records(txn, JOB_SPANS, job)?;
+    take_job_records(txn, JOB_TEXT, job)?;
     txn.open_table(AMBIGUITIES)?.retain_in((tenant, job, 0)..=(tenant, job, u32::MAX), |_, _| false)?;
     Ok(())
+}
+
+/// Deletes `job`'s per-submission records in `table`; returns their bytes, in order.
+fn take_job_records(txn: &WriteTransaction, table: redb::TableDefinition<(u64, u32), &[u8]>, job: u64) -> Result<Vec<Vec<u8>>, StoreError> {
+    let mut taken = Vec::new();
+    txn.open_table(table)?.retain_in((job, 0)..=(job, u32::MAX), |_, v| {
+        taken.push(v.to_vec());
+        false
+    })?;
+    Ok(taken)
 }
 
 fn collect_children(sub: &Submission, blobs: &[String], out: &mut Vec<ChildSpec>) {

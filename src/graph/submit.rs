@@ -54,7 +54,8 @@ pub enum SubmitOutcome {
     Protocol { reason: String, failed: FailOutcome },
 }
 
-fn record(txn: &WriteTransaction, key: (u64, u64, u32)) -> Result<Option<SubmissionRecord>, StoreError> {
+/// The stored record of submission `key` = (job, lease number, seq), if any.
+pub(super) fn record(txn: &WriteTransaction, key: (u64, u64, u32)) -> Result<Option<SubmissionRecord>, StoreError> {
     let t = txn.open_table(SUBMISSIONS)?;
     let bytes = t.get(key)?;
     Ok(match bytes {

@@ -21,8 +21,8 @@ fn tenant_or_default(s: &str) -> Result<String, Status> {
     if s.is_empty() { Ok("default".into()) } else { ident("tenant_id", s) }
 }
 
-async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T, GraphError> + Send + 'static) -> Result<T, Status> {
-    tokio::task::spawn_blocking(f).await.map_err(|e| Status::internal(e.to_string()))?.map_err(graph_status)
+async fn read<T: Send + 'static>(f: impl FnOnce() -> Result<T, GraphError> + Send + 'static) -> Result<T, Status> {
+    super::blocking(f).await?.map_err(graph_status)
 }
 
 pub async fn projection(core: &Core, r: GetProjectionRequest) -> Result<Projection, Status> {
@@ -33,7 +33,7 @@ pub async fn projection(core: &Core, r: GetProjectionRequest) -> Result<Projecti
     }
     let max = if r.max_items == 0 { DEFAULT_ITEMS } else { r.max_items } as usize;
     let store = core.store.clone();
-    let p = blocking(move || read::projection(&store.read()?, id, tenant.as_deref(), max)).await?;
+    let p = read(move || read::projection(&store.read()?, id, tenant.as_deref(), max)).await?;
     Ok(Projection {
         job_id: p.job.id.to_string(),
         tenant_id: p.job.tenant.clone(),
@@ -59,7 +59,7 @@ pub async fn node(core: &Core, r: GetNodeRequest) -> Result<GraphNode, Status> {
     }
     let store = core.store.clone();
     let id = r.node_id;
-    let n = blocking(move || read::node(&store.read()?, &tenant, &id, MAX_EDGES)).await?;
+    let n = read(move || read::node(&store.read()?, &tenant, &id, MAX_EDGES)).await?;
     Ok(GraphNode {
         tenant_id: n.tenant,
         id: n.id,
@@ -98,7 +98,7 @@ pub async fn ambiguities(core: &Core, r: ListAmbiguitiesRequest) -> Result<ListA
     };
     let given = if r.tenant_id.is_empty() { None } else { Some(ident("tenant_id", &r.tenant_id)?) };
     let store = core.store.clone();
-    let (list, next) = blocking(move || {
+    let (list, next) = read(move || {
         let txn = store.read()?;
         let tenant = match (given, job) {
             (Some(t), _) => t,

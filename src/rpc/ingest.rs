@@ -172,10 +172,7 @@ impl IngestService for IngestApi {
         let limit = if r.page_size == 0 { DEFAULT_PAGE } else { r.page_size } as usize;
         let after = if r.page_token.is_empty() { 0 } else { r.page_token.parse::<u64>().map_err(|_| invalid("page_token", "not a token from ListJobs"))? };
         let store = self.core.store.clone();
-        let (views, next) = tokio::task::spawn_blocking(move || jobs::list(&store.read()?, &filter, after, limit))
-            .await
-            .map_err(|e| Status::internal(e.to_string()))?
-            .map_err(store_status)?;
+        let (views, next) = super::blocking(move || jobs::list(&store.read()?, &filter, after, limit)).await?.map_err(store_status)?;
         Ok(Response::new(ListJobsResponse { jobs: views.into_iter().map(convert::job).collect(), next_page_token: next.map(|n| n.to_string()).unwrap_or_default() }))
     }
 

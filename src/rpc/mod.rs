@@ -51,6 +51,12 @@ impl From<ActorGone> for Status {
 }
 
 /// `INVALID_ARGUMENT` naming the field.
+/// Runs `f` on tokio's blocking pool (parsing, validation, store reads), off the
+/// async workers.
+pub async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T, Status> {
+    tokio::task::spawn_blocking(f).await.map_err(|e| Status::internal(e.to_string()))
+}
+
 pub fn invalid(field: &str, message: impl std::fmt::Display) -> Status {
     Status::invalid_argument(format!("{field}: {message}"))
 }

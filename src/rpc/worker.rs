@@ -9,7 +9,7 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
 
 use super::convert::{ident, job_id};
-use super::{invalid, store_status};
+use super::{blocking, invalid, store_status};
 use crate::actors::Core;
 use crate::failure::{self, FailureKind};
 use crate::proto::worker_service_server::WorkerService;
@@ -106,13 +106,13 @@ impl WorkerService for WorkerApi {
         // workers (a partial may be tens of MB of JSON). A partial may arrive before its
         // predecessor is accepted (workers pipeline): it is parsed meanwhile, then
         // waits for the predecessor's text offset to validate its spans.
-        let parsed = blocking(move || Ok(wire::parse(&bytes).map(|sub| (sub, bytes)))).await?;
+        let parsed = blocking(move || wire::parse(&bytes).map(|sub| (sub, bytes))).await?;
         let checked = match parsed {
             Err(e) => Err(e),
             Ok((sub, bytes)) => match base_when_ready(&self.core, id, attempt, sub.seq).await? {
                 Ok(base) => {
                     let core = self.core.clone();
-                    blocking(move || check(&core, id, attempt, base, sub, bytes)).await?
+                    blocking(move || check(&core, id, attempt, base, sub, bytes)).await??
                 }
                 Err(gap) => Err(gap),
             },
@@ -202,10 +202,6 @@ impl WorkerService for WorkerApi {
 
 /// How long a partial waits for its predecessor in the same lease to be accepted.
 const PREDECESSOR_WAIT: Duration = Duration::from_secs(30);
-
-async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T, Status> + Send + 'static) -> Result<T, Status> {
-    tokio::task::spawn_blocking(f).await.map_err(|e| Status::internal(e.to_string()))?
-}
 
 /// The text offset submission `seq` of lease `attempt` starts at, once its
 /// predecessor is accepted. A gap is an error naming it: `seq - 2` not accepted
