@@ -21,11 +21,10 @@ from tabular_worker.projection import (
     _ambiguity_spec,
     _chunks,
     _free_key,
-    _profile,
-    _start_table,
+    _open_table,
     _Stream,
 )
-from tabular_worker.rows import DateAmbiguity, RowCells, RowPreparer, dirty_column, value_column
+from tabular_worker.rows import DateAmbiguity, RowCells, dirty_column, value_column
 from tabular_worker.source import TableSource
 from workers_common import ValidTime
 from workers_common.wire import canonical_json
@@ -42,22 +41,8 @@ def reference_project(
     stream = _Stream(options)
     textual = fmt != "parquet"
     for table in tables:
-        if stream.totals.tables:
-            stream.buffer.add_text("\n", 1)
-        stream.totals.tables += 1
-        for key, value in table.facts.items():
-            if key == "replaced_sequences" and isinstance(value, int):
-                stream.totals.replaced_sequences += value
-        profile = _profile(table, textual, fmt)
-        effective = _start_table(stream, table, profile, source=source, fmt=fmt)
+        profile, effective, preparer = _open_table(stream, table, source=source, fmt=fmt)
         names = [c.name for c in profile.columns]
-        preparer = RowPreparer(
-            profile,
-            table.frame.collect_schema() if names else pl.Schema(),
-            effective,
-            options.date_order,
-            clarify=options.clarify,
-        )
         extra_key = _free_key("_extra", names)
         index = 0
         for chunk in _chunks(table, names, textual, fmt, options):

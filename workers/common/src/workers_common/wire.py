@@ -150,8 +150,7 @@ class _NotPlain(Exception):
 def _plain_copy(value: object) -> JsonValue:
     # The fast path for the data workers actually send (exact str/int/float/bool/None,
     # dict and list): no error paths are formatted on the way, which is most of the cost
-    # of the checked walk below, and scalars are checked inline rather than by a call
-    # each (a tabular ROW has ten of them). Anything else, including every invalid value,
+    # of the checked walk below. Anything else, including every invalid value,
     # raises _NotPlain and json_value redoes the whole value with the checked walk, so
     # results and error messages are the same as without this path.
     if type(value) is dict:
@@ -166,19 +165,7 @@ def _plain_dict(value: dict[Any, Any]) -> dict[str, JsonValue]:
     for key, item in value.items():
         if type(key) is not str or not (key.isascii() or _encodable(key)):
             raise _NotPlain
-        # _plain_item, inlined: this loop is the hot spot of a ROW-heavy submission.
-        kind = type(item)
-        if kind is str:
-            if not (item.isascii() or _encodable(item)):
-                raise _NotPlain
-        elif kind is float:
-            if not math.isfinite(item):
-                raise _NotPlain
-        elif kind is dict or kind is list or kind is tuple:
-            item = _plain_copy(item)
-        elif not (kind is int or kind is bool or item is None):
-            raise _NotPlain
-        copied[key] = item
+        copied[key] = _plain_item(item)
     return copied
 
 

@@ -118,22 +118,8 @@ def project(
     stream = _Stream(options)
     textual = fmt != "parquet"
     for table in tables:
-        if stream.totals.tables:
-            stream.buffer.add_text("\n", 1)  # a blank line between tables
-        stream.totals.tables += 1
-        for key, value in table.facts.items():
-            if key == "replaced_sequences" and isinstance(value, int):
-                stream.totals.replaced_sequences += value
-        profile = _profile(table, textual, fmt)
-        effective = _start_table(stream, table, profile, source=source, fmt=fmt)
+        profile, effective, preparer = _open_table(stream, table, source=source, fmt=fmt)
         names = [c.name for c in profile.columns]
-        preparer = RowPreparer(
-            profile,
-            table.frame.collect_schema() if names else pl.Schema(),
-            effective,
-            options.date_order,
-            clarify=options.clarify,
-        )
         writer = RowWriter(profile, extra_key=_free_key("_extra", names))
         dates = None if effective is None else profile.columns[effective]
         index = 0
@@ -149,6 +135,30 @@ def project(
                 index += stop - at
                 at = stop
     yield stream.finish()
+
+
+def _open_table(
+    stream: _Stream, table: TableSource, *, source: str, fmt: str
+) -> tuple[TableProfile, int | None, RowPreparer]:
+    """Starts `table` in the stream: its place in the text and the totals, its profile,
+    its TABLE and COLUMN nodes; returns the profile, the effective-date column's index
+    and the preparer of its rows' cells."""
+    if stream.totals.tables:
+        stream.buffer.add_text("\n", 1)  # a blank line between tables
+    stream.totals.tables += 1
+    for key, value in table.facts.items():
+        if key == "replaced_sequences" and isinstance(value, int):
+            stream.totals.replaced_sequences += value
+    profile = _profile(table, fmt != "parquet", fmt)
+    effective = _start_table(stream, table, profile, source=source, fmt=fmt)
+    preparer = RowPreparer(
+        profile,
+        table.frame.collect_schema() if profile.columns else pl.Schema(),
+        effective,
+        stream.options.date_order,
+        clarify=stream.options.clarify,
+    )
+    return profile, effective, preparer
 
 
 def _profile(table: TableSource, textual: bool, fmt: str) -> TableProfile:
