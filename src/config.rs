@@ -356,7 +356,8 @@ pub fn is_identifier(s: &str) -> bool {
 /// The format a file's extension implies, if any.
 pub fn format_for_path(path: &Path) -> Option<&'static str> {
     let name = path.file_name()?.to_str()?.to_ascii_lowercase();
-    if name.ends_with(".tar.gz") || name.ends_with(".tgz") || name.ends_with(".zip") {
+    const ARCHIVES: &[&str] = &[".zip", ".tar", ".tar.gz", ".tgz", ".tar.xz", ".txz", ".tar.bz2", ".tbz2", ".tbz"];
+    if ARCHIVES.iter().any(|suffix| name.ends_with(suffix)) {
         return Some("code-archive");
     }
     let ext = name.rsplit_once('.')?.1;
@@ -372,7 +373,8 @@ pub fn format_for_path(path: &Path) -> Option<&'static str> {
         "html" | "htm" => "html",
         "eml" => "eml",
         "msg" => "msg",
-        "py" | "rs" | "js" | "ts" | "go" | "java" | "c" | "h" | "cpp" | "rb" => "code",
+        "py" | "pyi" | "rs" | "js" | "mjs" | "cjs" | "jsx" | "ts" | "mts" | "cts" | "tsx" | "go" | "java" | "c" | "h"
+        | "cc" | "cpp" | "cxx" | "c++" | "hh" | "hpp" | "hxx" | "h++" | "rb" => "code",
         "json" => "docling",
         _ => return None,
     })
@@ -446,5 +448,23 @@ mod tests {
         assert!(!c.is_permanent(FailureKind::Oom));
         let c = parse("[failures]\npermanent = [\"oom\"]\n").unwrap();
         assert!(c.is_permanent(FailureKind::Oom) && !c.is_permanent(FailureKind::InvalidInput));
+    }
+
+    /// Every archive suffix the code worker reads maps to `code-archive`, source files to `code`,
+    /// and the document formats to docling's.
+    #[test]
+    fn formats_follow_the_file_name() {
+        let cases = [
+            ("repo.tar.gz", "code-archive"), ("repo.TGZ", "code-archive"), ("repo.tar.xz", "code-archive"),
+            ("repo.tar.bz2", "code-archive"), ("repo.tar", "code-archive"), ("repo.zip", "code-archive"),
+            ("lib.rs", "code"), ("app.tsx", "code"), ("x.hpp", "code"), ("m.mjs", "code"),
+            ("paper.pdf", "pdf"), ("memo.DOCX", "docx"), ("page.htm", "html"), ("notes.md", "md"),
+            ("doc.json", "docling"), ("sheet.csv", "csv"),
+        ];
+        for (name, format) in cases {
+            assert_eq!(format_for_path(Path::new(name)), Some(format), "{name}");
+        }
+        assert_eq!(format_for_path(Path::new("README")), None);
+        assert_eq!(format_for_path(Path::new("blob.bin")), None);
     }
 }

@@ -384,6 +384,44 @@ async fn child_jobs_dedup_across_two_parents() {
     assert_eq!(other.tenant_id, "u");
 }
 
+/// A content-less child named `url:<URL>` (the web worker's crawl fan-out) is a URL job for
+/// that URL; the same name from another page is the same job, so a link cycle stops.
+#[tokio::test]
+async fn url_child_jobs_fetch_their_url_and_dedup_by_name() {
+    let s = Server::start(None);
+    let mut w = Worker::connect(&s, "w", &["web"]).await;
+    let links = json!({"v":1,"nodes":[{"labels":["PAGE"]}],"childJobs":[
+        {"format":"web","name":"url:https://example.com/b","options":{"depth":1}},
+        {"format":"web","name":"url:not a url"}]});
+    let parent = {
+        let j = {
+            let mut c = s.client().await;
+            let header = SubmitHeader { tenant_id: "t".into(), format: "web".into(), name: "url:https://example.com/a".into(), url: "https://example.com/a".into(), ..Default::default() };
+            c.submit_job(tokio_stream::iter(vec![SubmitJobRequest { part: Some(submit_job_request::Part::Header(header)) }])).await.unwrap().into_inner()
+        };
+        let p = w.expect_job().await;
+        assert_eq!(p.job_id, j.id);
+        let r = w.succeed(&p, &links.to_string()).await;
+        assert!(r.accepted, "{}", r.reason);
+        j.id
+    };
+    let child = w.expect_job().await;
+    let payload: Value = serde_json::from_str(&child.payload_json).unwrap();
+    assert_eq!(payload["url"], "https://example.com/b", "{payload}");
+    assert_eq!(payload["options"], json!({"depth": 1}));
+    assert!(payload.get("content").is_none(), "{payload}");
+    // `b` links to itself: the name dedup ends the cycle with no new job.
+    let back = json!({"v":1,"nodes":[{"labels":["PAGE"]}],"childJobs":[{"format":"web","name":"url:https://example.com/b"}]});
+    assert!(w.succeed(&child, &back.to_string()).await.accepted);
+    // A name that is no URL after the prefix gets empty content, not a fetch.
+    let other = w.expect_job().await;
+    let payload: Value = serde_json::from_str(&other.payload_json).unwrap();
+    assert!(payload.get("url").is_none() && payload["content"]["size"] == 0, "{payload}");
+    assert!(w.succeed(&other, &result_with_nodes(0)).await.accepted);
+    assert!(w.next(Duration::from_millis(300)).await.is_none(), "a link cycle made another job");
+    assert_eq!(s.job(&child.job_id).await.parents, vec![parent]);
+}
+
 /// Crawls https://example.com/a once more with `result`; returns the finished job.
 async fn crawl(s: &Server, w: &mut Worker, result: &Value) -> Job {
     let mut c = s.client().await;

@@ -281,9 +281,13 @@ fn collect_children(sub: &Submission, blobs: &[String], out: &mut Vec<ChildSpec>
     }
 }
 
-fn is_url(s: &str) -> bool {
-    let l = s.to_ascii_lowercase();
-    (l.starts_with("http://") || l.starts_with("https://")) && !s.chars().any(|c| c.is_control() || c.is_whitespace())
+/// The URL a content-less child job fetches: its name, bare or after a `url:` prefix (the web
+/// worker names crawl children `url:<normalized URL>`), when that is an http(s) URL.
+fn child_url(name: &str) -> Option<&str> {
+    let url = name.strip_prefix("url:").unwrap_or(name);
+    let l = url.to_ascii_lowercase();
+    let ok = (l.starts_with("http://") || l.starts_with("https://")) && !url.chars().any(|c| c.is_control() || c.is_whitespace());
+    ok.then_some(url)
 }
 
 /// Creates each child job, or links the existing one of the same name (per tenant).
@@ -304,12 +308,11 @@ fn link_children(tx: &mut Tx<'_>, parent: &mut JobRecord, children: Vec<ChildSpe
                 id
             }
             None => {
-                let (blob, size) = match c.blob.split_once(':') {
-                    Some((h, n)) => (h.to_string(), n.parse().unwrap_or(0)),
-                    None if is_url(&c.name) => (String::new(), 0),
-                    None => (blake3::hash(b"").to_hex().to_string(), 0),
+                let (blob, size, url) = match (c.blob.split_once(':'), child_url(&c.name)) {
+                    (Some((h, n)), _) => (h.to_string(), n.parse().unwrap_or(0), String::new()),
+                    (None, Some(url)) => (String::new(), 0, url.to_string()),
+                    (None, None) => (blake3::hash(b"").to_hex().to_string(), 0, String::new()),
                 };
-                let url = if blob.is_empty() { c.name.clone() } else { String::new() };
                 let new = NewJob { tenant: parent.tenant.clone(), organization: parent.organization.clone(), format: c.format, name: c.name, options_json: c.options_json, url, blob, size };
                 let mut child = jobs::insert(tx, new, now)?;
                 child.parents.push(parent.id);
