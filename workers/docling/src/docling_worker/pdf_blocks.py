@@ -6,6 +6,8 @@
 - Paragraph breaks: a vertical gap over 0.6 of the line height, a change of size (over
   15 % of the body size) or of weight, a row that starts with a list marker, or a row
   after one that ends a sentence well short of the column's right edge.
+- Table-of-contents entries (dot leaders) end their block and are never headings;
+  neither is text set only in a monospace font (code).
 - Headings: at most three rows and 150 characters, not ending like a sentence, and
   either 15 % larger than the body text, or bold at body size with at most 100
   characters, or numbered ("1.2 Scope") and bold or larger. The level is the numbering's
@@ -35,6 +37,8 @@ _ENUMERATOR = re.compile(r"^(\d{1,3}[.)]|[a-zA-Z][.)]|\((?:[ivxlc]{1,5}|[a-z]|\d
 _NUMBERED = re.compile(r"^(\d{1,2}(?:\.\d{1,2}){0,5})\.?\s+(?=\S)")
 _FOOTNOTE = re.compile(r"^(\d{1,2}|[*†‡§])\s?(?=\S)")
 _SENTENCE_END = (".", "!", "?", ":", ";")
+_LEADERS = re.compile(r"(?:\. ?){4,}")
+_MONOSPACE = re.compile(r"mono|courier|typewriter|cmtt|consol", re.I)
 _ALIGN = 4.0
 
 
@@ -99,15 +103,20 @@ def _table_run(rows: Sequence[Row], start: int) -> int:
     return count
 
 
-def _breaks(prev: Row, row: Row, body: float, right_edge: float) -> bool:
-    if row.page != prev.page:
-        return not (prev.text.endswith("-") or not prev.text.endswith(_SENTENCE_END))
-    gap = prev.y0 - row.y1
-    if gap > 0.6 * max(prev.height, row.height) or gap < -0.5 * row.height:
-        return True
+def _restyled(prev: Row, row: Row, body: float) -> bool:
     if abs(prev.height - row.height) > 0.15 * body or prev.bold != row.bold:
         return True
-    if marker_of(row.text) is not None:
+    return marker_of(row.text) is not None
+
+
+def _breaks(prev: Row, row: Row, body: float, right_edge: float) -> bool:
+    if _LEADERS.search(prev.text) or _restyled(prev, row, body):
+        return True  # a table-of-contents entry is a line of its own
+    if row.page != prev.page:
+        # A paragraph continues on the next page when the last row did not end it.
+        return prev.text.endswith(_SENTENCE_END)
+    gap = prev.y0 - row.y1
+    if gap > 0.6 * max(prev.height, row.height) or gap < -0.5 * row.height:
         return True
     short = prev.x1 < right_edge - 0.15 * (right_edge - prev.x0 + 1)
     return short and prev.text.endswith(_SENTENCE_END)
@@ -157,6 +166,8 @@ def _heading_like(block: Block, body: float) -> bool:
     text = block.text
     if len(block.rows) > 3 or len(text) > 150 or not any(ch.isalpha() for ch in text):
         return False
+    if _LEADERS.search(text) or all(_MONOSPACE.search(c.font) for r in block.rows for c in r.cells):
+        return False  # a table-of-contents entry, or code
     if text.endswith((".", ",", ";")) and not _NUMBERED.match(text + " "):
         return False
     size = block.size

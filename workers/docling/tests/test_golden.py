@@ -1,0 +1,171 @@
+"""The golden corpus (docling_corpus): each input's exact submission (golden/<name>.json),
+every span resolving to exactly its node's text, PDF provenance, and determinism across
+interpreters with different TZ, locale and hash seed."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from docling_worker import handle
+from docling_worker.handler import convert
+from workers_common.conformance import check_determinism, run_handler
+from workers_common.pytest_plugin import GoldenDir
+
+import docling_corpus as corpus
+
+
+def _from_pdf() -> bytes:
+    # A DoclingDocument written by this worker's own PDF path, read back as `docling`.
+    return corpus.docling_json(convert(corpus.report_pdf(), "pdf", {}).document)
+
+
+def _json_of(make: Callable[[], Any]) -> Callable[[], bytes]:
+    return lambda: corpus.docling_json(make())
+
+
+CORPUS: dict[str, tuple[str, Callable[[], bytes]]] = {
+    "report-pdf": ("pdf", corpus.report_pdf),
+    "simple-pdf": ("pdf", corpus.simple_pdf),
+    "report-docx": ("docx", corpus.report_docx),
+    "report-html": ("html", lambda: corpus.REPORT_HTML.encode()),
+    "report-md": ("md", lambda: corpus.REPORT_MD.encode()),
+    **{
+        f"docling-{name}": ("docling", _json_of(make))
+        for name, make in corpus.DOCLING_FIXTURES.items()
+    },
+    "docling-from-pdf": ("docling", _from_pdf),
+}
+
+
+def write(tmp_path: Path, name: str) -> Path:
+    fmt, make = CORPUS[name]
+    path = tmp_path / f"{name}.{fmt}"
+    path.write_bytes(make())
+    return path
+
+
+def project(tmp_path: Path, name: str, **options: Any) -> list[bytes]:
+    fmt, _ = CORPUS[name]
+    opts = {"clarify": True, **options}
+    return run_handler(handle, write(tmp_path, name), format=fmt, name=name, options=opts)
+
+
+@pytest.mark.parametrize("name", sorted(CORPUS))
+def test_golden(name: str, tmp_path: Path, golden: GoldenDir) -> None:
+    golden.check(name, project(tmp_path, name))
+
+
+def _span_text(sub: dict[str, Any], node: dict[str, Any]) -> str:
+    raw = sub["canonicalText"].encode()
+    (index,) = node["spanRefs"]
+    span = sub["spans"][index]
+    return str(raw[span["start"] : span["end"]].decode())
+
+
+def _expected(node: dict[str, Any]) -> str | None:
+    props = node["properties"]
+    label = node["labels"][0]
+    if label == "SECTION":
+        return str(props["heading"])
+    if label == "TABLE":
+        rows = ([props["header"]] if props["header"] else []) + props["rows"]
+        return "\n".join("\t".join(row) for row in rows)
+    if label == "DOCUMENT":
+        return str(props["title"])
+    return None
+
+
+@pytest.mark.parametrize("name", sorted(CORPUS))
+def test_every_span_is_exactly_its_nodes_text(name: str, tmp_path: Path) -> None:
+    sub = json.loads(project(tmp_path, name)[0])
+    checked = 0
+    for node in sub["nodes"]:
+        if not node["spanRefs"]:
+            continue
+        text = _span_text(sub, node)
+        assert text, node
+        assert text == text.strip(), node
+        expected = _expected(node)
+        if expected is not None:
+            assert text == expected, node
+            checked += 1
+    assert checked >= 1
+
+
+def test_pdf_structure_and_provenance(tmp_path: Path) -> None:
+    sub = json.loads(project(tmp_path, "report-pdf")[0])
+    nodes = sub["nodes"]
+    sections = [(n["properties"]["heading"], n["properties"]["level"]) for n in nodes
+                if n["labels"] == ["SECTION"]]  # fmt: skip
+    assert sections == [
+        ("1 Introduction", 1), ("1.1 Scope", 2), ("2 Results", 1), ("3 Data", 1),
+        ("3.1 Terms", 2),
+    ]  # fmt: skip
+    text = sub["canonicalText"]
+    assert "operations in all regions" in text  # de-hyphenated across the line break
+    assert "ACME Corporation" not in text
+    assert "Page 1 of 3" not in text
+    assert sub["stats"]["page_headers"] == 3
+    assert sub["stats"]["page_footers"] == 3
+    # Two columns: the whole left column comes before the right one.
+    assert text.index("Costs fell") < text.index("Revenue grew")
+    table = next(n for n in nodes if n["labels"] == ["TABLE"])
+    assert table["properties"]["header"] == ["Region", "Units", "Revenue"]
+    assert table["properties"]["rows"][0] == ["North", "1200", "4.1"]
+    assert [n["properties"]["marker"] for n in nodes if n["labels"] == ["LIST_ITEM"]] == [
+        "-", "-", "-", "1.", "2.",
+    ]  # fmt: skip
+    footnote = next(n for n in nodes if n["labels"] == ["FOOTNOTE"])
+    assert _span_text(sub, footnote) == "1 The board met in Lisbon."
+    for node in nodes[1:]:
+        props = node["properties"]
+        if node["labels"] != ["LIST"]:
+            assert 1 <= props["page"] <= 3, node
+            left, bottom, right, top = props["bbox"]
+            assert 0 <= left < right <= 595.3, node
+            assert 0 <= bottom < top <= 841.9, node
+    document = nodes[0]["properties"]
+    assert document["page_count"] == 3
+    assert document["authors"] == ["Dana Example"]
+
+
+def test_docling_json_bbox_from_top_left_origin(tmp_path: Path) -> None:
+    sub = json.loads(project(tmp_path, "docling-provenance")[0])
+    heading = next(n for n in sub["nodes"] if n["labels"] == ["SECTION"])
+    # top-left (72, 72)-(300, 90) on a 792 pt page is (72, 702)-(300, 720) from the bottom.
+    assert heading["properties"]["bbox"] == [72.0, 702.0, 300.0, 720.0]
+    assert "Page 1" not in sub["canonicalText"]
+
+
+def test_sections_nest_by_contains_with_index(tmp_path: Path) -> None:
+    sub = json.loads(project(tmp_path, "report-docx")[0])
+    nodes = sub["nodes"]
+    edges = [(e["fromRef"], e["toRef"], e["properties"]["index"]) for e in sub["relationships"]
+             if e["type"] == "CONTAINS"]  # fmt: skip
+    heading = {i: n["properties"]["heading"] for i, n in enumerate(nodes)
+               if n["labels"] == ["SECTION"]}  # fmt: skip
+    by_name = {v: k for k, v in heading.items()}
+    assert (0, by_name["1 Parties"], 0) in edges
+    assert any(f == by_name["1 Parties"] and t == by_name["1.1 Term"] for f, t, _ in edges)
+    for parent in {f for f, _, _ in edges}:
+        indices = sorted(i for f, _, i in edges if f == parent)
+        assert indices == list(range(len(indices)))
+
+
+@pytest.mark.parametrize("name", ["report-pdf", "report-docx", "report-html", "docling-tables"])
+def test_deterministic_across_processes(name: str, tmp_path: Path) -> None:
+    fmt, _ = CORPUS[name]
+    check_determinism(
+        "docling_worker:handle", write(tmp_path, name), format=fmt, options={"clarify": True}
+    )
+
+
+def test_fixture_bytes_are_stable() -> None:
+    # samples/ is written from these: the same call gives the same bytes.
+    assert corpus.report_pdf() == corpus.report_pdf()
+    assert corpus.report_docx() == corpus.report_docx()
