@@ -60,6 +60,10 @@ def load_docling_json(data: bytes) -> Converted:
                 f"not a DoclingDocument ({found}; want {_SCHEMA_NAME!r}): {_describe(err)}"
             ) from err
         raise InvalidInput(f"DoclingDocument does not validate: {_describe(err)}") from err
+    except (IndexError, KeyError, TypeError, AttributeError, RecursionError) as err:
+        # docling-core's tree check resolves every reference while validating.
+        detail = f"{type(err).__name__}: {str(err)[:200]}"
+        raise InvalidInput(f"DoclingDocument has a broken tree ({detail})") from err
     if not _NAMED.search(head) and _schema_name(data) != _SCHEMA_NAME:
         # The model has defaults for almost everything: {"name": "x"} from another tool
         # would validate as an empty document. docling-core always writes the name.

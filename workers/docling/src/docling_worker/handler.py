@@ -10,6 +10,8 @@ Job options (all optional):
 - `clarify`    record temporal ambiguities (`--option clarify=true`)
 - `max_pages`  refuse a PDF with more pages as too_large (default 2,000)
 - `max_bytes`  refuse a file larger than this as too_large (default 200 MiB)
+- `max_elements`  refuse HTML/Markdown with more elements as too_large (default 200,000)
+- `max_depth`  refuse HTML nested deeper as unsupported (default 250)
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from workers_common import Handler, IngestionResultBuilder, Job, TooLarge
 
 from .convert import convert_declarative
 from .doclingjson import load_docling_json
+from .guards import DEFAULT_MAX_DEPTH, DEFAULT_MAX_ELEMENTS, check_html, check_markdown
 from .model import Converted
 from .pdf_document import convert_pdf
 from .pdf_reader import open_pdf
@@ -51,6 +54,12 @@ def convert(data: bytes, fmt: str, options: Mapping[str, Any]) -> Converted:
             source.close()
     if fmt == "docling":
         return load_docling_json(data)
+    elements = _int_option(options, "max_elements", DEFAULT_MAX_ELEMENTS)
+    if fmt == "html":
+        depth = _int_option(options, "max_depth", DEFAULT_MAX_DEPTH)
+        check_html(data, max_depth=depth, max_elements=elements)
+    elif fmt == "md":
+        check_markdown(data, max_elements=elements)
     return convert_declarative(data, fmt)
 
 

@@ -33,7 +33,7 @@ from docling_core.types.doc import (
 )
 from docling_core.types.doc.document import InlineGroup
 
-from workers_common import IngestionResultBuilder, NodeRef, normalize_canonical
+from workers_common import IngestionResultBuilder, InvalidInput, NodeRef, normalize_canonical
 
 from .model import Converted
 
@@ -139,7 +139,10 @@ def provenance(item: DocItem, document: DoclingDocument) -> dict[str, Any]:
 
 def _children(node: NodeItem, document: DoclingDocument) -> Iterator[NodeItem]:
     for ref in node.children:
-        child = ref.resolve(document)
+        try:
+            child = ref.resolve(document)
+        except (IndexError, KeyError, ValueError, AttributeError) as err:
+            raise InvalidInput(f"DoclingDocument: dangling reference {ref.cref}") from err
         if isinstance(child, NodeItem):
             yield child
 
@@ -187,7 +190,11 @@ def project_document(
     root = builder.add_node(["DOCUMENT"], _document_properties(converted, name, source_format))
     state = Projection(builder, doc, root, _caption_refs(doc))
     state.counts["DOCUMENT"] = 1
-    _walk(state, doc.body)
+    try:
+        _walk(state, doc.body)
+    except RecursionError as err:
+        # Only a DoclingDocument JSON can hold a cycle (an item among its own descendants).
+        raise InvalidInput("DoclingDocument: its tree is cyclic or nested too deeply") from err
     return state
 
 
