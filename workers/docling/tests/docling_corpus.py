@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import json
+import zipfile
 from collections.abc import Callable
 from datetime import UTC, datetime
 
@@ -201,6 +202,18 @@ def report_docx() -> bytes:
     doc.add_paragraph("Prices apply with effect from 1 April 2026.")
     out = io.BytesIO()
     doc.save(out)
+    return _fixed_zip_times(out.getvalue())
+
+
+def _fixed_zip_times(data: bytes) -> bytes:
+    # python-docx stamps each member with the clock: rewrite them with a fixed time.
+    source = zipfile.ZipFile(io.BytesIO(data))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        for info in source.infolist():
+            fixed = zipfile.ZipInfo(info.filename, date_time=(2026, 3, 2, 9, 30, 0))
+            fixed.compress_type = zipfile.ZIP_DEFLATED
+            archive.writestr(fixed, source.read(info.filename))
     return out.getvalue()
 
 

@@ -8,13 +8,13 @@ import json
 from pathlib import Path
 
 import pytest
-from hostile import HOSTILE
 
 from docling_worker import handle
 from workers_common import WorkerFailure
 from workers_common.conformance import check_submissions, run_handler
 
 import docling_corpus as corpus
+from hostile import HOSTILE
 
 
 def outcome(path: Path, fmt: str) -> str:

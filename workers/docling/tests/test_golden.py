@@ -169,3 +169,9 @@ def test_fixture_bytes_are_stable() -> None:
     # samples/ is written from these: the same call gives the same bytes.
     assert corpus.report_pdf() == corpus.report_pdf()
     assert corpus.report_docx() == corpus.report_docx()
+
+
+def test_committed_samples_are_what_the_corpus_makes() -> None:
+    import make_samples
+
+    assert make_samples.main(["--check"]) == 0
