@@ -15,6 +15,7 @@ from workers_common.conformance import check_submissions, run_handler
 
 import docling_corpus as corpus
 from hostile import HOSTILE
+from hostile import zero_pages as hostile_zero_pages
 
 
 def outcome(path: Path, fmt: str) -> str:
@@ -69,3 +70,13 @@ def test_max_pages_option(tmp_path: Path) -> None:
         run_handler(handle, path, format="pdf", name="five.pdf", options={"max_pages": 4})
     assert caught.value.kind == "too_large"
     run_handler(handle, path, format="pdf", name="five.pdf", options={"max_pages": 5})
+
+
+def test_broken_pdf_after_encrypted_one_is_invalid_not_encrypted(tmp_path: Path) -> None:
+    # PDFium keeps its last error per thread: the encrypted file's "password" error must
+    # not be reported for the broken file that follows it.
+    encrypted, empty = tmp_path / "e.pdf", tmp_path / "z.pdf"
+    encrypted.write_bytes(corpus.encrypted_pdf())
+    empty.write_bytes(hostile_zero_pages())
+    assert outcome(encrypted, "pdf") == "unsupported"
+    assert outcome(empty, "pdf") == "invalid_input"

@@ -215,7 +215,9 @@ def open_pdf(data: bytes, *, max_pages: int) -> PdfSource:
     try:
         document = pdfium.PdfDocument(data)
     except pdfium.PdfiumError as err:
-        if err.err_code in _PASSWORD_ERRORS:
+        # PDFium's last-error code is per thread and not reset by a later failure (a
+        # broken file after an encrypted one reported "password"): look for /Encrypt.
+        if err.err_code in _PASSWORD_ERRORS and b"/Encrypt" in data:
             raise Unsupported("the PDF is encrypted: it needs a password to open") from err
         raise InvalidInput(f"not a readable PDF: {err}") from err
     try:
