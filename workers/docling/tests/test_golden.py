@@ -39,6 +39,8 @@ CORPUS: dict[str, tuple[str, Callable[[], bytes]]] = {
         for name, make in corpus.DOCLING_FIXTURES.items()
     },
     "docling-from-pdf": ("docling", _from_pdf),
+    # An effective-date clause that names no date, and nothing else dates the document.
+    "missing-date-md": ("md", lambda: b"# Lease\n\nThis lease is effective upon signing.\n"),
 }
 
 
@@ -124,7 +126,7 @@ def test_pdf_structure_and_provenance(tmp_path: Path) -> None:
     assert _span_text(sub, footnote) == "1 The board met in Lisbon."
     for node in nodes[1:]:
         props = node["properties"]
-        if node["labels"] != ["LIST"]:
+        if node["labels"] not in (["LIST"], ["DATE_REFERENCE"]):
             assert 1 <= props["page"] <= 3, node
             left, bottom, right, top = props["bbox"]
             assert 0 <= left < right <= 595.3, node
@@ -175,3 +177,41 @@ def test_committed_samples_are_what_the_corpus_makes() -> None:
     import make_samples
 
     assert make_samples.main(["--check"]) == 0
+
+
+def _ambiguities(tmp_path: Path, name: str) -> dict[str, list[dict[str, Any]]]:
+    sub = json.loads(project(tmp_path, name)[0])
+    out: dict[str, list[dict[str, Any]]] = {}
+    for entry in sub.get("ambiguities", []):
+        out.setdefault(entry["kind"], []).append(entry)
+    return out
+
+
+def test_conflicting_effective_dates_best_first(tmp_path: Path) -> None:
+    (conflict,) = _ambiguities(tmp_path, "report-docx")["conflicting_dates"]
+    labels = [c["label"] for c in conflict["candidates"]]
+    assert labels[0].startswith("2026-03-01 ('effective as of 1 March 2026' in '1.1 Term')")
+    assert labels[1].startswith("2026-04-01 ('with effect from 1 April 2026'")
+    assert conflict["nodeRef"] == 0
+
+
+def test_relative_dates_anchor_to_the_documents_own_date(tmp_path: Path) -> None:
+    # The DOCX was created on 2026-02-20: "within 30 days of signing" is 2026-03-22.
+    (within,) = _ambiguities(tmp_path, "report-docx")["relative_date"]
+    assert within["candidates"][0]["label"] == "2026-03-22 (within 30 days of signing)"
+    # The Markdown file has no metadata: its first explicit date (3 February 2026, a
+    # Tuesday) anchors "next Monday".
+    (monday,) = _ambiguities(tmp_path, "report-md")["relative_date"]
+    assert monday["candidates"][0]["label"].startswith("2026-02-09")
+
+
+def test_missing_date(tmp_path: Path) -> None:
+    (missing,) = _ambiguities(tmp_path, "missing-date-md")["missing_date"]
+    assert missing["appliedCandidateConfidence"] == 0.0
+    assert missing["candidates"][0]["validFrom"] == 0
+
+
+def test_no_ambiguities_without_clarify(tmp_path: Path) -> None:
+    sub = json.loads(project(tmp_path, "report-docx", clarify=False)[0])
+    assert not sub.get("ambiguities")
+    assert any(n["labels"] == ["DATE_REFERENCE"] for n in sub["nodes"])

@@ -19,7 +19,7 @@ from email_worker.identity import (
     subject_normalized,
 )
 from email_worker.quotes import quote_ranges
-from email_worker.temporal import relative_mentions, self_dates
+from workers_common.temporal import relative_mentions, self_dates
 
 
 @pytest.mark.parametrize(
