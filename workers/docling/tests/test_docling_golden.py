@@ -215,3 +215,23 @@ def test_no_ambiguities_without_clarify(tmp_path: Path) -> None:
     sub = json.loads(project(tmp_path, "report-docx", clarify=False)[0])
     assert not sub.get("ambiguities")
     assert any(n["labels"] == ["DATE_REFERENCE"] for n in sub["nodes"])
+
+
+def test_default_install_never_imports_torch(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from docling_worker.handler import convert\n"
+        "import docling_corpus as c\n"
+        "convert(c.simple_pdf(), 'pdf', {}); convert(c.report_docx(), 'docx', {})\n"
+        "convert(c.REPORT_HTML.encode(), 'html', {}); convert(c.REPORT_MD.encode(), 'md', {})\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('torch', 'transformers', 'huggingface_hub', 'onnxruntime')))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120,
+        cwd=Path(__file__).parent,
+    )  # fmt: skip
+    assert done.stdout.strip() == "[]"
