@@ -97,6 +97,40 @@ def test_decode_bytes_repairs_lying_charsets() -> None:
     assert decode_bytes(b"plain", None) == ("plain", None)
 
 
+def test_decode_bytes_replaces_only_the_bad_bytes_of_a_declared_charset() -> None:
+    # One byte Windows-1251 leaves undefined (0x98) in a Cyrillic body: the body stays
+    # Cyrillic, the byte becomes U+FFFD and is counted (was: the whole body as 1252).
+    cyrillic = "Привет, мир".encode("cp1251") + b"\x98!"
+    assert decode_bytes(cyrillic, "windows-1251") == (
+        "Привет, мир\ufffd!",
+        "charset:windows-1251:replaced:1",
+    )
+    # A cut-off multi-byte character in a long UTF-8 body is one replacement too.
+    assert decode_bytes("Grüße aus Köln".encode() + b"\xc3", "utf-8") == (
+        "Grüße aus Köln\ufffd",
+        "charset:utf-8:replaced:1",
+    )
+
+
+def test_decode_bytes_reads_known_supersets() -> None:
+    # 镕 is GBK, not GB 2312: mail clients write GBK/GB 18030 and call it gb2312.
+    assert decode_bytes("朱镕基说".encode("gbk"), "gb2312") == (
+        "朱镕基说",
+        "charset:gb2312->gb18030",
+    )
+    assert decode_bytes("纯文本".encode("gb2312"), "gb2312") == ("纯文本", None)
+    # Windows-1252 quotes labelled iso-8859-1 are quotes, not C1 control characters.
+    assert decode_bytes(b"\x93quoted\x94 \x96 dash", "iso-8859-1") == (
+        "\u201cquoted\u201d \u2013 dash",
+        "charset:iso-8859-1->cp1252",
+    )
+    assert decode_bytes("ｶﾀｶﾅ①".encode("cp932"), "shift_jis") == (
+        "ｶﾀｶﾅ①",
+        "charset:shift_jis->cp932",
+    )
+    assert decode_bytes(b"caf\xe9", "windows-874") == ("caf\u0e49", None)  # a WHATWG label
+
+
 def test_clean_text_turns_smuggled_bytes_back_into_text() -> None:
     smuggled = b"caf\xc3\xa9".decode("ascii", "surrogateescape")
     assert clean_text(smuggled) == "café"

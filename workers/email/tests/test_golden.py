@@ -105,6 +105,44 @@ CORPUS: dict[str, Case] = {
             ),
         )
     ),
+    # Charsets per part (issue 16): a Windows-1251 body with one byte that charset leaves
+    # undefined (0x98: replaced and counted, the rest stays Cyrillic), GBK text labelled
+    # gb2312 (read as GB 18030, its superset) in the body and in an encoded-word Subject,
+    # Windows-1252 quotes labelled iso-8859-1 (read as 1252). Before: each of these parts
+    # came out as Windows-1252 or Latin-1 mojibake.
+    "charsets-per-part": Case(
+        eml(
+            [
+                ("Message-ID", "<cpp@example.cn>"),
+                ("Date", "Tue, 3 Mar 2026 08:00:00 +0800"),
+                ("From", "li@example.cn"),
+                ("To", "ivan@example.ru"),
+                (
+                    "Subject",
+                    "=?gb2312?B?" + base64.b64encode("朱镕基说".encode("gbk")).decode() + "?=",
+                ),
+                ("MIME-Version", "1.0"),
+                ("Content-Type", 'multipart/mixed; boundary="p"'),
+            ],
+            multipart(
+                "p",
+                [
+                    part(
+                        [("Content-Type", "text/plain; charset=windows-1251")],
+                        "Привет, мир".encode("cp1251") + b"\x98",
+                    ),
+                    part(
+                        [("Content-Type", 'text/plain; charset="gb2312"')],
+                        "朱镕基说你好".encode("gbk"),
+                    ),
+                    part(
+                        [("Content-Type", "text/plain; charset=iso-8859-1")],
+                        b"\x93Quoted\x94 \x96 caf\xe9",
+                    ),
+                ],
+            ),
+        )
+    ),
     # Attachments: a CSV (routed to tabular), the same CSV again (one child job), a PDF
     # named .bin (routed by its signature), an inline image (not routed), a file named
     # .xlsx whose bytes are not a zip (not routed), and a forwarded message/rfc822
