@@ -77,6 +77,7 @@ class MsgRecipient:
     name: str
     address: str
     kind: int  # 1 To, 2 Cc, 3 Bcc
+    address_type: str = "SMTP"  # "EX": `address` is an X.500 name, no SMTP address stream
 
 
 @dataclass
@@ -91,6 +92,9 @@ class Msg:
     subject: str = ""
     sender_name: str = ""
     sender_address: str = ""
+    sender_x500: str = ""
+    """An Exchange-only sender: PR_SENDER_EMAIL_ADDRESS is this X.500 name, type EX, and
+    there is no SMTP address (sender_address stays empty)."""
     body: str | None = None
     html: bytes | None = None
     transport_headers: str | None = None
@@ -122,7 +126,8 @@ def msg(spec: Msg) -> bytes:
             0x001A: "IPM.Note",
             0x0037: spec.subject,
             0x0C1A: spec.sender_name or None,
-            0x0C1F: spec.sender_address or None,
+            0x0C1E: "EX" if spec.sender_x500 else None,
+            0x0C1F: spec.sender_x500 or spec.sender_address or None,
             0x5D01: spec.sender_address or None,
             0x1000: spec.body,
             0x007D: spec.transport_headers,
@@ -143,9 +148,9 @@ def msg(spec: Msg) -> bytes:
             f"{storage}/",
             {
                 0x3001: recipient.name,
-                0x3002: "SMTP",
+                0x3002: recipient.address_type,
                 0x3003: recipient.address,
-                0x39FE: recipient.address,
+                0x39FE: recipient.address if recipient.address_type == "SMTP" else None,
             },
         )
         recipient_props += _fixed(0x0C15 << 16 | _PT_LONG, recipient.kind)

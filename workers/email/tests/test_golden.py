@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import fidelity_corpus
 import pytest
 
 from email_worker import handle
@@ -327,6 +328,14 @@ CORPUS: dict[str, Case] = {
         ),
         format="msg",
     ),
+    # Issue 16's real-world classes (fidelity_corpus.py says why each byte is there).
+    "bounce": Case(fidelity_corpus.bounce()),
+    "named-body": Case(fidelity_corpus.named_body()),
+    "named-html-body": Case(fidelity_corpus.named_html_body()),
+    "addresses": Case(fidelity_corpus.addresses()),
+    "outlook-exchange": Case(fidelity_corpus.outlook_exchange(), format="msg"),
+    "enclosed-base64": Case(fidelity_corpus.encoded_enclosed("base64")),
+    "enclosed-quoted-printable": Case(fidelity_corpus.encoded_enclosed("quoted-printable")),
 }
 
 
@@ -350,7 +359,9 @@ def test_golden(name: str, write: Any, golden: GoldenDir) -> None:
     golden.check(name, subs)
 
 
-@pytest.mark.parametrize("name", ["reply-thread", "charsets", "outlook"])
+@pytest.mark.parametrize(
+    "name", ["reply-thread", "charsets", "outlook", "bounce", "outlook-exchange"]
+)
 def test_deterministic_across_processes(name: str, write: Any) -> None:
     case = CORPUS[name]
     check_determinism("email_worker:handle", write(name), format=case.format, options=case.options)

@@ -39,7 +39,7 @@ from .charsets import clean_text, decode_bytes
 from .dates import parse_date_header, received_dates
 from .headers import MAX_RECIPIENTS, all_headers, first_header, mailboxes
 from .html_text import html_to_text
-from .identity import message_ids_in
+from .identity import is_x500, message_ids_in
 from .model import Mailbox, ParsedAttachment, ParsedMessage
 
 __all__ = ["OLE_SIGNATURE", "parse_msg"]
@@ -148,12 +148,21 @@ def read_msg(msg: Any, *, depth: int) -> ParsedMessage:
     return parsed
 
 
+# Sender addresses in order of trust: PR_SENDER_SMTP_ADDRESS, PR_SENT_REPRESENTING_SMTP_
+# ADDRESS, PR_SENDER_EMAIL_ADDRESS, PR_SENT_REPRESENTING_EMAIL_ADDRESS. The last two are
+# X.500 distinguished names for an Exchange-only sender (address type EX).
+_SENDER_ADDRESSES = ("5D01", "5D02", "0C1F", "0065")
+
+
 def _sender(msg: Any, budget: list[int]) -> list[Mailbox]:
-    address = _string(msg, "5D01") or _string(msg, "0C1F") or _string(msg, "0065")
-    if not address or "@" not in address:
+    found = [a.strip() for a in (_string(msg, p) for p in _SENDER_ADDRESSES) if a]
+    address = next((a for a in found if "@" in a), None)
+    # An Exchange-only sender has no SMTP address: its X.500 name still identifies it.
+    address = address or next((a for a in found if is_x500(a)), None)
+    if not address:
         return []
     budget[0] -= 1
-    return [Mailbox(address=address, name=_string(msg, "0C1A") or "")]
+    return [Mailbox(address=address, name=_string(msg, "0C1A") or _string(msg, "0042") or "")]
 
 
 def _recipient_table(msg: Any, budget: list[int]) -> dict[str, list[Mailbox]]:
