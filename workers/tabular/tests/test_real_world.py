@@ -12,7 +12,8 @@ import fastexcel
 import pytest
 import workbook_corpus as wb
 
-from tabular_worker import handle
+from tabular_worker import handle, spreadsheet
+from tabular_worker.xlsx_guard import prepare_workbook
 from workers_common import InvalidInput, TooLarge, Unsupported
 from workers_common.conformance import check_submissions, run_handler
 
@@ -160,3 +161,36 @@ def test_bad_workbooks_and_streams_fail_typed(tmp_path: Path, name: str, error: 
     fixture, _, phrase = BAD[name]
     with pytest.raises(error, match=phrase):
         project(tmp_path, fixture)
+
+
+# -- 11. one read where it suffices -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "name", sorted(n for n, f in CORPUS.items() if f.format in ("xlsx", "xls", "ods"))
+)
+def test_one_read_and_two_reads_give_the_same_tables(tmp_path: Path, name: str) -> None:
+    """The fast path (the typed read alone, text columns re-read only where a value is
+    null) must give exactly the tables of the text read refined by the typed one."""
+    fixture = CORPUS[name]
+    path = tmp_path / fixture.filename
+    path.write_bytes(fixture.data)
+    workbook = prepare_workbook(fixture.format, path, tmp_path, max_bytes=1 << 30, max_ratio=1000)
+    reader = fastexcel.read_excel(workbook.path)
+    for index, sheet in enumerate(reader.sheet_names):
+        fast = spreadsheet._one_read(reader, index, sheet, workbook.date1904)
+        slow = spreadsheet._two_reads(
+            fixture.format, workbook.path, reader, index, sheet, workbook.date1904
+        )
+        assert fast is not None, sheet
+        assert fast.header == slow.header
+        assert [part.collect().to_dicts() for part in fast.parts()] == [
+            part.collect().to_dicts() for part in slow.parts()
+        ]
+
+
+def test_a_text_cell_in_a_number_column_survives_the_fast_path(tmp_path: Path) -> None:
+    """calamine's typed read nulls `n/a` in a number column: the fast path reads that
+    column's text again and keeps it (the golden workbook's qty column)."""
+    rows = labelled(project(tmp_path, Fixture("book.xlsx", xlsx_bytes())), "ROW")
+    assert rows[10] == {"order": "A-11", "qty": "n/a"}

@@ -18,13 +18,19 @@ also read typed, and where the types say more than the text the text is rewritte
   date system itself, so real dates are the ones the file means either way.
 
 When the typed read fails (a column mixing kinds calamine cannot coerce is read as text
-and the read retried; any other failure) the text is used as it stands.
+and the read retried; any other failure) the text is used as it stands. The typed read
+alone would not do: it turns a text cell in a number column (`n/a`) into a null, so the
+text read stays the truth and the typed one only refines the cells it has a value for.
+Each read parses the whole sheet (calamine has no partial one): two reads per sheet, a
+third for the few sheets with numbers inside text columns. The sheet's rows are then
+handed out in slices of 100,000, as a csv's blocks are.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import fastexcel
@@ -39,6 +45,11 @@ __all__ = ["exact_number_text", "sheet_tables"]
 
 _MAX_EXACT_INT = float(2**53)
 _UNNAMED = re.compile(r"__UNNAMED__(\d+)")
+_DEDUPED = re.compile(r"_\d+$")
+_MAX_RETRIES = 256
+"""Typed reads retried with one more column read as text (bounds a pathological sheet)."""
+_BLOCK_ROWS = 100_000
+"""Rows per slice handed to the profile and row passes (as a csv block would hold)."""
 _NUMBER = r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$"
 
 
@@ -63,7 +74,97 @@ def sheet_tables(fmt: str, path: Path, *, date1904: bool) -> Iterator[TableSourc
     except Exception as err:  # fastexcel raises its own hierarchy, and CalamineError
         raise _open_failure(fmt, err) from err
     for index, name in enumerate(names):
-        yield _sheet(fmt, reader, index, name, date1904)
+        table = _one_read(reader, index, name, date1904)
+        yield table if table is not None else _two_reads(fmt, path, reader, index, name, date1904)
+
+
+def _one_read(
+    reader: fastexcel.ExcelReader, index: int, name: str, date1904: bool
+) -> TableSource | None:
+    """The sheet from its typed read alone, the header row as column names, when that
+    says everything the text read would (None otherwise: then `_two_reads`).
+
+    A typed column without nulls hides no text cell (calamine nulls a text cell in a
+    number column): its text is written from the values. The columns with nulls are read
+    once more as text, only they, and keep the text where the value is null. The header
+    is taken from fastexcel's column names unless one was made up (a blank, boolean or
+    date header cell) or may be a renamed duplicate (`a_1`)."""
+    try:
+        sheet = reader.load_sheet(index, schema_sample_rows=None)
+        typed = sheet.to_polars()
+        columns = sheet.available_columns()
+    except Exception:  # kinds calamine cannot coerce, or any other trouble
+        return None
+    if not columns:
+        return TableSource(name, [], pl.LazyFrame())
+    header = [column.name for column in columns]
+    if _names_unreliable(header, [str(column.column_name_from) for column in columns]):
+        return None
+    typed = typed.rename({old: f"t{i}" for i, old in enumerate(typed.columns)})
+    dtypes = list(typed.schema.values())
+    data = typed.select(
+        _as_text(f"t{i}", dtype, date1904).alias(positional(i)) for i, dtype in enumerate(dtypes)
+    )
+    hidden = [
+        i
+        for i, dtype in enumerate(dtypes)
+        if dtype not in (pl.String, pl.Null) and typed[f"t{i}"].null_count()
+    ]
+    if hidden:
+        try:
+            shown = reader.load_sheet(
+                index, use_columns=hidden, dtypes="string", schema_sample_rows=None
+            ).to_polars()
+        except Exception:
+            return None
+        if shown.shape != (data.height, len(hidden)):
+            return None
+        data = data.with_columns(
+            pl.coalesce(pl.col(positional(i)), shown.to_series(at)).alias(positional(i))
+            for at, i in enumerate(hidden)
+        )
+    mixed = [i for i, dtype in enumerate(dtypes) if dtype == pl.String]
+    data = _exact_mixed(reader, index, data, mixed)
+    return _table(name, header, data.with_columns(pl.all().fill_null("")))
+
+
+def _names_unreliable(names: list[str], origins: list[str]) -> bool:
+    if any("generated" in origin.lower() for origin in origins):
+        return True
+    taken = set(names)
+    return any(_DEDUPED.sub("", name) in taken - {name} for name in names)
+
+
+def _as_text(column: str, dtype: pl.DataType, date1904: bool) -> pl.Expr:
+    """A typed column as its cells' text: calamine's rendering (dates as
+    `yyyy-mm-dd hh:mm:ss[.mmm]`, booleans `true`/`false`), numbers and durations exact."""
+    value = pl.col(column)
+    if dtype == pl.Float64:
+        return exact_number_text(value)
+    if isinstance(dtype, pl.Duration):
+        return iso_duration(value)
+    if isinstance(dtype, pl.Datetime):
+        millis = value.dt.millisecond()
+        fraction = pl.when(millis > 0).then(
+            pl.concat_str(pl.lit("."), millis.cast(pl.String).str.zfill(3))
+        )
+        shown = pl.concat_str(value.dt.to_string("%Y-%m-%d %H:%M:%S"), fraction.fill_null(""))
+        return pl.coalesce(iso_duration(since_epoch(value, date1904)), shown)
+    if dtype == pl.Date:
+        return value.dt.to_string("%Y-%m-%d")
+    if dtype == pl.Boolean:
+        return pl.when(value).then(pl.lit("true")).when(~value).then(pl.lit("false"))
+    return value.cast(pl.String)
+
+
+def _two_reads(
+    fmt: str, path: Path, reader: fastexcel.ExcelReader, index: int, name: str, date1904: bool
+) -> TableSource:
+    """The sheet from its text read, refined by a typed read run beside it (a second
+    reader: one cannot serve two reads at once, and calamine parses without the GIL)."""
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="typed-read") as pool:
+        typed = pool.submit(_typed, fastexcel.read_excel(path), index)
+        return _sheet(fmt, reader, index, name, typed, date1904)
 
 
 def _open_failure(fmt: str, err: Exception) -> Exception:
@@ -72,8 +173,22 @@ def _open_failure(fmt: str, err: Exception) -> Exception:
     return InvalidInput(f"{fmt}: cannot open the workbook: {err}")
 
 
+def _table(name: str, header: list[str], data: pl.DataFrame) -> TableSource:
+    """A sheet's table: its rows held once, handed out in slices like a csv's blocks."""
+
+    def blocks() -> Iterator[pl.DataFrame]:
+        yield from data.iter_slices(_BLOCK_ROWS)
+
+    return TableSource(name, header, pl.LazyFrame(schema=data.schema), blocks=blocks)
+
+
 def _sheet(
-    fmt: str, reader: fastexcel.ExcelReader, index: int, name: str, date1904: bool
+    fmt: str,
+    reader: fastexcel.ExcelReader,
+    index: int,
+    name: str,
+    typed: Future[pl.DataFrame | None],
+    date1904: bool,
 ) -> TableSource:
     try:
         # All cells as text: calamine renders dates as ISO and formulas as their cached
@@ -87,26 +202,27 @@ def _sheet(
     header = [value or "" for value in text.row(0)]
     data = text.slice(1)
     if data.height:
-        data = _exact(reader, index, data, date1904)
-    return TableSource(name, header, data.with_columns(pl.all().fill_null("")).lazy())
+        data = _exact(reader, index, data, typed.result(), date1904)
+    return _table(name, header, data.with_columns(pl.all().fill_null("")))
 
 
-def _typed(reader: fastexcel.ExcelReader, index: int, width: int) -> pl.DataFrame | None:
+def _typed(reader: fastexcel.ExcelReader, index: int) -> pl.DataFrame | None:
     """The data rows read with calamine's own types (None when that read fails)."""
     as_text: dict[int, str] = {}
-    for _ in range(width + 1):
+    for _ in range(_MAX_RETRIES):
         try:
             sheet = reader.load_sheet(
                 index,
                 header_row=None,
                 skip_rows=1,
+                schema_sample_rows=None,
                 dtypes=dict(as_text) or None,  # type: ignore[arg-type]
             )
             return sheet.to_polars()
         except fastexcel.UnsupportedColumnTypeCombinationError as err:
             found = _UNNAMED.search(str(err))
             column = int(found.group(1)) if found else -1
-            if not 0 <= column < width or column in as_text:
+            if column < 0 or column in as_text:
                 return None
             as_text[column] = "string"  # kinds calamine cannot coerce: read as text
         except Exception:
@@ -115,9 +231,12 @@ def _typed(reader: fastexcel.ExcelReader, index: int, width: int) -> pl.DataFram
 
 
 def _exact(
-    reader: fastexcel.ExcelReader, index: int, data: pl.DataFrame, date1904: bool
+    reader: fastexcel.ExcelReader,
+    index: int,
+    data: pl.DataFrame,
+    typed: pl.DataFrame | None,
+    date1904: bool,
 ) -> pl.DataFrame:
-    typed = _typed(reader, index, data.width)
     if typed is None or typed.shape != data.shape:
         return data
     typed = typed.rename({old: positional(i) for i, old in enumerate(typed.columns)})
