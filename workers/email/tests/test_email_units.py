@@ -257,6 +257,16 @@ def test_self_dates_conflict_only_when_far_from_the_header() -> None:
         ("mail.msg", "", b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1rest", "msg"),
         ("mail.msg", "", b"From: a@b", None),
         ("pic.png", "image/png", b"\x89PNG", None),
+        # Issue 16: the spreadsheet variants and compressed csv the tabular pool reads.
+        ("old.xls", "", b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1rest", "xls"),
+        ("old.xls", "", b"a,b\n", None),
+        ("big.xlsb", "", b"PK\x03\x04....", "xlsb"),
+        ("macro.xlsm", "", b"PK\x03\x04....", "xlsx"),
+        ("plan.ods", "", b"PK\x03\x04....", "ods"),
+        ("q.csv.gz", "application/gzip", b"\x1f\x8b\x08rest", "csv"),
+        ("q.tsv.zst", "", b"\x28\xb5\x2f\xfdrest", "tsv"),
+        ("q.csv.gz", "", b"a,b\n", None),
+        ("notes.txt.gz", "", b"\x1f\x8b\x08rest", None),
     ],
 )
 def test_detect_format(filename: str, content_type: str, data: bytes, expected: str | None) -> None:
