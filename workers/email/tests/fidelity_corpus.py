@@ -1,7 +1,7 @@
 """Messages for the real-world classes of issue 16, built by code: each is the smallest
 message that shows one class (a bounce, a named body part, run-together addresses, an
 Exchange-only sender, a transfer-encoded enclosed message). test_golden.py holds their
-projections as golden files; test_real_world.py asserts what each class must become."""
+projections as golden files; test_email_real_world.py asserts what each class must become."""
 
 from __future__ import annotations
 

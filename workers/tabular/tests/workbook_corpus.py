@@ -1,7 +1,7 @@
 """Spreadsheets and compressed text for the real-world classes of issue 16, built by code:
 exact numbers, durations and the 1904 date system, packaging variants, legacy and other
 workbook formats, encryption, compressed csv/tsv. tabular_corpus.py puts them in the
-golden corpus; test_real_world.py asserts what each must become."""
+golden corpus; test_tabular_real_world.py asserts what each must become."""
 
 from __future__ import annotations
 
