@@ -194,3 +194,27 @@ def test_a_text_cell_in_a_number_column_survives_the_fast_path(tmp_path: Path) -
     column's text again and keeps it (the golden workbook's qty column)."""
     rows = labelled(project(tmp_path, Fixture("book.xlsx", xlsx_bytes())), "ROW")
     assert rows[10] == {"order": "A-11", "qty": "n/a"}
+
+
+def test_a_column_mixing_durations_and_text_keeps_both(tmp_path: Path) -> None:
+    """calamine cannot type a column of durations and text (fastexcel refuses the
+    combination): the sheet is read as text, that column re-read as text in the typed
+    read, and the other columns still exact."""
+    import io
+
+    import xlsxwriter
+
+    buffer = io.BytesIO()
+    book = xlsxwriter.Workbook(buffer, {"in_memory": True})
+    hours = book.add_format({"num_format": "[h]:mm:ss"})
+    sheet = book.add_worksheet("Mixed")
+    sheet.write_row(0, 0, ["elapsed", "ratio"])
+    sheet.write_number(1, 0, 1.5, hours)
+    sheet.write_string(2, 0, "unknown")
+    sheet.write_number(1, 1, 0.3010299956639812)
+    sheet.write_number(2, 1, 1e-20)
+    book.close()
+    rows = labelled(project(tmp_path, Fixture("mixed.xlsx", buffer.getvalue())), "ROW")
+    assert [row["ratio"] for row in rows] == [0.3010299956639812, 1e-20]
+    assert rows[1]["elapsed"] == "unknown"
+    assert rows[0]["elapsed"] == "P1DT12H"  # not calamine's 1900-01-01 12:00:00

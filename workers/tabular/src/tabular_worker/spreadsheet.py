@@ -46,6 +46,8 @@ __all__ = ["exact_number_text", "sheet_tables"]
 _MAX_EXACT_INT = float(2**53)
 _UNNAMED = re.compile(r"__UNNAMED__(\d+)")
 _DEDUPED = re.compile(r"_\d+$")
+_EARLY = r"^(1899-12-3[01]|190[04]-0[12]-\d\d) \d\d:\d\d:\d\d"
+"""calamine's text of a date-time on the first days of either epoch."""
 _MAX_RETRIES = 256
 """Typed reads retried with one more column read as text (bounds a pathological sheet)."""
 _BLOCK_ROWS = 100_000
@@ -124,7 +126,7 @@ def _one_read(
             for at, i in enumerate(hidden)
         )
     mixed = [i for i, dtype in enumerate(dtypes) if dtype == pl.String]
-    data = _exact_mixed(reader, index, data, mixed)
+    data = _early_dates(_exact_mixed(reader, index, data, mixed), mixed, date1904)
     return _table(name, header, data.with_columns(pl.all().fill_null("")))
 
 
@@ -264,7 +266,22 @@ def _exact(
         pl.coalesce(expr, pl.col(positional(i))).alias(positional(i))
         for i, expr in enumerate(rewritten)
     )
-    return _exact_mixed(reader, index, out, mixed)
+    return _early_dates(_exact_mixed(reader, index, out, mixed), mixed, date1904)
+
+
+def _early_dates(data: pl.DataFrame, columns: list[int], date1904: bool) -> pl.DataFrame:
+    """Text columns' cells that calamine rendered as a date-time in the first days of the
+    epoch (a duration in a column that also holds text), as the durations they are."""
+    fixes = []
+    for i in columns:
+        text = pl.col(positional(i))
+        if not data.select(text.str.contains(_EARLY).any()).item():
+            continue
+        moment = text.str.to_datetime("%Y-%m-%d %H:%M:%S%.f", strict=False)
+        fixes.append(
+            pl.coalesce(iso_duration(since_epoch(moment, date1904)), text).alias(positional(i))
+        )
+    return data.with_columns(fixes) if fixes else data
 
 
 def _exact_mixed(
