@@ -101,6 +101,8 @@ class Msg:
     message_id: str | None = None
     in_reply_to: str | None = None
     submit_time: datetime | None = None
+    internet_cpid: int | None = None
+    """PR_INTERNET_CPID: the code page of the HTML body."""
     recipients: list[MsgRecipient] = field(default_factory=list)
     attachments: list[MsgAttachment] = field(default_factory=list)
 
@@ -140,6 +142,8 @@ def msg(spec: Msg) -> bytes:
         props += _variable(0x1013 << 16 | _PT_BINARY, len(spec.html))
     if spec.submit_time is not None:
         props += _fixed(0x0039 << 16 | _PT_SYSTIME, _filetime(spec.submit_time))
+    if spec.internet_cpid is not None:
+        props += _fixed(0x3FDE << 16 | _PT_LONG, spec.internet_cpid)
     for index, recipient in enumerate(spec.recipients):
         storage = f"__recip_version1.0_#{index:08X}"
         writer.addEntry(storage, storage=True)

@@ -197,3 +197,19 @@ def encoded_enclosed(encoding: str) -> bytes:
             ],
         ),
     )
+
+
+def outlook_html_cp1251() -> bytes:
+    """An HTML-only .msg written in Windows-1251, which only PR_INTERNET_CPID (1251) says:
+    the HTML has no <meta charset>. Read without it, the body was Windows-1252 mojibake."""
+    return msg(
+        Msg(
+            subject="Report",
+            sender_name="Ivan",
+            sender_address="ivan@example.ru",
+            html="<html><body><p>Счёт оплачен.</p></body></html>".encode("cp1251"),
+            message_id="<cp1251@example.ru>",
+            submit_time=datetime(2026, 3, 6, 9, 0, tzinfo=UTC),
+            internet_cpid=1251,
+        )
+    )

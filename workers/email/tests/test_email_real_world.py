@@ -67,6 +67,12 @@ def test_cyrillic_part_with_one_bad_byte_stays_cyrillic(tmp_path: Path) -> None:
     assert message(sub)["properties"]["defects"] == ["charset:windows-1251:replaced:1"]
 
 
+def test_outlook_html_body_uses_its_code_page(tmp_path: Path) -> None:
+    sub = project(tmp_path, fidelity_corpus.outlook_html_cp1251(), fmt="msg")
+    assert sub["canonicalText"].endswith("\n\nСчёт оплачен.")
+    assert message(sub)["properties"]["defects"] == []
+
+
 # -- 2. bounce and report messages ----------------------------------------------------------
 
 

@@ -16,6 +16,7 @@ class extract-msg does not support is `unsupported`.
 from __future__ import annotations
 
 import logging
+import re
 from datetime import UTC, datetime
 from email import policy
 from email.message import Message
@@ -188,10 +189,35 @@ def _body(msg: Any, parsed: ParsedMessage) -> None:
     # Only when there is no plain body: extract-msg also synthesizes HTML from it.
     html = _raw_html(msg)
     if html is not None:
-        text, defect = decode_bytes(html, None)
+        text, defect = decode_bytes(html, _html_charset(msg, html))
         if defect:
             parsed.defects.append(defect)
         parsed.body, parsed.body_source = html_to_text(clean_text(text)), "text/html"
+
+
+# Windows code page numbers Python's codec registry does not know by `cp<N>`.
+_CODE_PAGES = {
+    1200: "utf-16-le", 1201: "utf-16-be", 20127: "ascii", 20866: "koi8-r", 21866: "koi8-u",
+    50220: "iso2022_jp", 51932: "euc_jp", 51949: "euc_kr", 52936: "hz", 54936: "gb18030",
+    **{28590 + n: f"iso8859-{n}" for n in range(1, 16)},
+}  # fmt: skip
+_META_CHARSET = re.compile(
+    rb"""<meta[^>]{0,200}?charset\s*=\s*["']?([A-Za-z0-9_.:-]{1,40})""", re.I
+)
+
+
+def _html_charset(msg: Any, html: bytes) -> str | None:
+    """The HTML body's charset: PR_INTERNET_CPID (the code page Outlook wrote it in),
+    else the document's own <meta charset>; None leaves the choice to decode_bytes."""
+    try:
+        entry = msg.props.get("3FDE0003")
+        page = getattr(entry, "value", None)
+    except Exception:  # a damaged property stream reads as absent
+        page = None
+    if isinstance(page, int) and page > 0:
+        return _CODE_PAGES.get(page, f"cp{page}")
+    found = _META_CHARSET.search(html[:4096])
+    return found.group(1).decode("ascii") if found else None
 
 
 def _raw_html(msg: Any) -> bytes | None:
