@@ -271,10 +271,23 @@ def _read_tar(reader: _Reader) -> None:
                 handle = archive.extractfile(member)
                 data = b"" if handle is None else handle.read(reader.limits.max_file_bytes + 1)
                 reader.add(path, member.size, data)
+            end = archive.offset
         except (TooLarge, InvalidInput):
             raise
         except _CORRUPT as err:
             raise InvalidInput(f"corrupt or truncated tar: {err}") from err
+    if reader.listing.kind == "tar":
+        _check_end_marker(reader.path, end)
+
+
+def _check_end_marker(path: Path, offset: int) -> None:
+    """A plain tar cut at a header boundary reads like a shorter archive to tarfile: the
+    end-of-archive block of zeros must be there. (A compressed one fails at the cut.)"""
+    with path.open("rb") as handle:
+        handle.seek(offset)
+        block = handle.read(512)
+    if len(block) < 512 or block.strip(b"\0"):
+        raise InvalidInput("truncated tar: the end-of-archive marker is missing")
 
 
 def read_archive(path: Path, limits: ArchiveLimits) -> Listing:
