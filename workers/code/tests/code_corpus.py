@@ -178,7 +178,9 @@ LANGUAGE_FILES = {
 # A Python mini-repository whose cross-file calls cover `from a.b import f`, `import a.b`,
 # a relative import and a package's `__init__`.
 PY_REPO = {
-    "pyproject.toml": b'[project]\nname = "mini_py"\nversion = "1.0"\ndependencies = ["requests>=2"]\n',
+    "pyproject.toml": (
+        b'[project]\nname = "mini_py"\nversion = "1.0"\ndependencies = ["requests>=2"]\n'
+    ),
     "mini/__init__.py": b"def version():\n    return '1'\n",
     "mini/core.py": (
         b"from mini.text import shout\n"
@@ -188,7 +190,9 @@ PY_REPO = {
         b"def run(x):\n"
         b"    return shout(str(double(x))) + str(mini.numbers.triple(x)) + version()\n"
     ),
-    "mini/text.py": b"def shout(s):\n    return s.upper() + bang()\n\ndef bang():\n    return '!'\n",
+    "mini/text.py": (
+        b"def shout(s):\n    return s.upper() + bang()\n\ndef bang():\n    return '!'\n"
+    ),
     "mini/numbers.py": b"def double(x):\n    return 2 * x\n\ndef triple(x):\n    return 3 * x\n",
     "tests/test_core.py": b"from mini.core import run\n\ndef test_run():\n    assert run(1)\n",
 }
@@ -196,7 +200,9 @@ PY_REPO = {
 # A Rust mini-crate: `mod` files (x.rs and x/mod.rs styles), `use crate::…`, a
 # path call, a method on a type imported from another module.
 RUST_REPO = {
-    "Cargo.toml": b'[package]\nname = "mini-rs"\nversion = "0.1.0"\n\n[dependencies]\nserde = "1"\n',
+    "Cargo.toml": (
+        b'[package]\nname = "mini-rs"\nversion = "0.1.0"\n\n[dependencies]\nserde = "1"\n'
+    ),
     "src/lib.rs": (
         b"mod shapes;\nmod util;\n\n"
         b"use crate::shapes::Circle;\nuse crate::util::clamp;\n\n"

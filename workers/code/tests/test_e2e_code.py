@@ -143,9 +143,11 @@ def test_a_mini_repository_heals_every_cross_file_call(
     assert expected <= seen
     assert [e for e in edges if e["dangling"]] == []
     callee = _node(reader, f"{prefix}{sorted(expected)[0][1]}")
-    assert callee is not None and any(e["type"] == "CALLS" for e in callee["edgesIn"])
+    assert callee is not None
+    assert any(e["type"] == "CALLS" for e in callee["edgesIn"])
     repo = _node(reader, f"code:repo:{root}")
-    assert repo is not None and repo["labels"] == ["REPOSITORY"]
+    assert repo is not None
+    assert repo["labels"] == ["REPOSITORY"]
 
 
 def test_a_cross_file_call_heals_whichever_file_lands_first(tmp_path: Path) -> None:
@@ -220,7 +222,8 @@ def test_bad_archives_end_typed_and_the_pool_goes_on(tmp_path: Path) -> None:
         assert [(f["kind"], f["permanent"]) for f in job["failures"]] == [(kind, True)]
     assert by_name["good.tar.gz"]["state"] == "succeeded"
     children = [j for j in summary["jobs"] if j["format"] == "code"]
-    assert len(children) == 5 and all(j["state"] == "succeeded" for j in children)
+    assert len(children) == 5
+    assert all(j["state"] == "succeeded" for j in children)
 
 
 def test_this_repository_as_a_code_archive(tmp_path: Path, reader: Core) -> None:
