@@ -181,7 +181,8 @@ PY_REPO = {
     "pyproject.toml": (
         b'[project]\nname = "mini_py"\nversion = "1.0"\ndependencies = ["requests>=2"]\n'
     ),
-    "mini/__init__.py": b"def version():\n    return '1'\n",
+    # The package re-exports text.shout as yell: callers of mini.yell reach text.py.
+    "mini/__init__.py": b"from .text import shout as yell\n\ndef version():\n    return '1'\n",
     "mini/core.py": (
         b"from mini.text import shout\n"
         b"from .numbers import double\n"
@@ -194,7 +195,10 @@ PY_REPO = {
         b"def shout(s):\n    return s.upper() + bang()\n\ndef bang():\n    return '!'\n"
     ),
     "mini/numbers.py": b"def double(x):\n    return 2 * x\n\ndef triple(x):\n    return 3 * x\n",
-    "tests/test_core.py": b"from mini.core import run\n\ndef test_run():\n    assert run(1)\n",
+    "tests/test_core.py": (
+        b"from mini.core import run\nfrom mini import yell\n\n"
+        b"def test_run():\n    assert run(1) and yell('a')\n"
+    ),
 }
 
 # A Rust mini-crate: `mod` files (x.rs and x/mod.rs styles), `use crate::…`, a
@@ -204,8 +208,8 @@ RUST_REPO = {
         b'[package]\nname = "mini-rs"\nversion = "0.1.0"\n\n[dependencies]\nserde = "1"\n'
     ),
     "src/lib.rs": (
-        b"mod shapes;\nmod util;\n\n"
-        b"use crate::shapes::Circle;\nuse crate::util::clamp;\n\n"
+        b"mod extra;\nmod shapes;\nmod util;\n\n"
+        b"pub use crate::shapes::Circle;\nuse crate::util::clamp;\n\n"
         b"pub fn area(r: f64) -> f64 { Circle::new(clamp(r)).area() + util::pi() }\n"
     ),
     "src/shapes.rs": (
@@ -216,6 +220,8 @@ RUST_REPO = {
         b"    pub fn area(&self) -> f64 { crate::util::pi() * square(self.r) }\n"
         b"}\n"
     ),
+    # Circle through the crate root's `pub use`: the call must reach shapes.rs.
+    "src/extra.rs": b"use crate::Circle;\n\npub fn unit() -> f64 { Circle::new(1.0).area() }\n",
     "src/util/mod.rs": (
         b"pub fn clamp(x: f64) -> f64 { if x < 0.0 { 0.0 } else { x } }\n"
         b"pub fn square(x: f64) -> f64 { x * x }\n"

@@ -44,6 +44,8 @@ def test_a_repository_fans_out_one_child_per_source_file(tmp_path: Path) -> None
     subs = _run(tmp_path, "mini_py.tar.gz", tar_gz(PY_REPO, prefix="mini_py-1.0/"))
     repo = _repository(subs)
     assert (repo["root"], repo["files"], repo["languages"]) == ("mini_py", 5, {"python": 5})
+    tests = _children(subs)["tests/test_core.py"]["options"]["resolve"]
+    assert tests["=mini.yell"] == "mini/text.py#shout"  # mini/__init__.py re-exports it
     children = _children(subs)
     assert sorted(children) == [
         "mini/__init__.py",
@@ -77,7 +79,9 @@ def test_rust_children_get_their_crate_module_tree(tmp_path: Path) -> None:
     lib = _children(subs)["src/lib.rs"]["options"]
     assert lib["crate"] == "mini-rs"
     assert lib["resolve"] == {
+        "=crate::Circle": "crate::shapes::Circle",  # lib.rs's `pub use`
         "@crate": "src/lib.rs",
+        "crate::extra": "src/extra.rs",
         "crate::shapes": "src/shapes.rs",
         "crate::util": "src/util/mod.rs",
     }

@@ -22,11 +22,13 @@ import posixpath
 import re
 from collections import defaultdict
 from collections.abc import Mapping
+from functools import partial
 
 from .languages import extension_language
 from .languages.ecmascript import relative_target
 from .languages.python import module_name
 from .languages.rust import module_of_path
+from .reexports import HOPS, python_reexports, rust_reexports
 
 __all__ = ["MAX_TABLE", "Layout"]
 
@@ -43,6 +45,10 @@ _JAVA_IMPORT = re.compile(rb"^[ \t]*import[ \t]+(?:static[ \t]+)?([\w.]+)[ \t]*;
 _INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"', re.M)
 _JS_SUFFIXES = ("", ".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", ".mts", ".cts", ".d.ts")
 _JS_INDEX = ("/index.ts", "/index.tsx", "/index.js", "/index.jsx", "/index.mjs")
+
+
+def _module_in(root: str, path: str) -> list[str] | None:
+    return module_of_path(path, root)
 
 
 class Layout:
@@ -72,6 +78,8 @@ class Layout:
             self.py_root[path] = folder
             relative = path[len(folder) + 1 :] if folder else path
             self.py_modules[module_name(relative)].append(path)
+        inits = {p: self.files[p] for p in self.py_root if p.rsplit("/", 1)[-1] == "__init__.py"}
+        self.py_reexports = python_reexports(inits, self.python_module, self._python_absolute)
 
     def python_module(self, path: str) -> str:
         root = self.py_root.get(path, "")
@@ -80,9 +88,12 @@ class Layout:
     def _python_lookup(self, module: str, importer: str) -> str | None:
         found = self.py_modules.get(module, [])
         own = [p for p in found if self.py_root.get(p) == self.py_root.get(importer)]
-        if len(own) == 1:
-            return own[0]
-        return found[0] if len(found) == 1 else None
+        for candidates in (own, found):
+            # A module beside its stub (x.py and x.pyi) is the module, not the stub.
+            runtime = [p for p in candidates if not p.endswith(".pyi")] or candidates
+            if len(runtime) == 1:
+                return runtime[0]
+        return None
 
     def _python_absolute(self, written: str, importer: str) -> str | None:
         level = len(written) - len(written.lstrip("."))
@@ -98,7 +109,8 @@ class Layout:
         rest = written[level:]
         return ".".join([*base, rest] if rest else base)
 
-    def _python_table(self, path: str) -> dict[str, str]:
+    def _python_wanted(self, path: str) -> set[str]:
+        """Every dotted name the file's import lines could need: modules and `M.name`."""
         data = self.files[path]
         wanted: set[str] = set()
         for match in _PY_FROM.finditer(data):
@@ -116,12 +128,30 @@ class Layout:
                 name = item.strip().split(" ")[0]
                 if name:
                     wanted.add(name)
+        return wanted
+
+    def _python_table(self, path: str) -> dict[str, str]:
         table = {}
-        for module in sorted(wanted):
+        for module in sorted(self._python_wanted(path)):
             found = self._python_lookup(module, path)
             if found is not None:
                 table[module] = found
+            elif module in self.py_reexports:
+                origin = self._python_origin(module, path)
+                if origin is not None:
+                    table["=" + module] = origin
         return table
+
+    def _python_origin(self, name: str, importer: str) -> str | None:
+        """`pkg.f` that `pkg/__init__.py` re-exports → `pkg/impl.py#f` (a few hops)."""
+        for _ in range(HOPS):
+            source, member = self.py_reexports[name]
+            found = self._python_lookup(source, importer)
+            following = f"{source}.{member}"
+            if following not in self.py_reexports or following == name:
+                return None if found is None else f"{found}#{member}"
+            name = following
+        return None
 
     # -- rust ------------------------------------------------------------------------------
 
@@ -154,6 +184,10 @@ class Layout:
             self.crate_of[path] = root
             key = "::".join(["crate", *module])
             self.crate_modules[root].setdefault(key, path)
+        self.crate_reexports: dict[str, dict[str, str]] = {}
+        for root in self.crate_modules:
+            members = {p: self.files[p] for p, r in self.crate_of.items() if r == root}
+            self.crate_reexports[root] = rust_reexports(members, partial(_module_in, root))
 
     def _rust_table(self, path: str) -> dict[str, str]:
         root = self.crate_of.get(path)
@@ -161,7 +195,10 @@ class Layout:
             return {}
         modules = self.crate_modules[root]
         keys = sorted(modules)[:MAX_TABLE]
-        return {"@crate": root, **{key: modules[key] for key in keys if key != "crate"}}
+        table = {"@crate": root, **{key: modules[key] for key in keys if key != "crate"}}
+        reexports = self.crate_reexports.get(root, {})
+        table.update((key, reexports[key]) for key in sorted(reexports)[:MAX_TABLE])
+        return table
 
     # -- javascript / typescript -----------------------------------------------------------
 

@@ -92,6 +92,8 @@ class FileContext:
     resolve: Mapping[str, str] = field(default_factory=dict)
     package: str = ""
     """Go: the package clause's name; Java: the package declaration."""
+    cache: dict[int, frozenset[str]] = field(default_factory=dict)
+    """A language module's per-file memo (Go: the names each function declares)."""
 
     @property
     def directory(self) -> str:

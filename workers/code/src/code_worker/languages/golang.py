@@ -30,26 +30,23 @@ __all__ = ["SPEC"]
 
 _BUILTINS = frozenset(
     [
-        "append",
-        "cap",
-        "clear",
-        "close",
-        "complex",
-        "copy",
-        "delete",
-        "imag",
-        "len",
-        "make",
-        "max",
-        "min",
-        "new",
-        "panic",
-        "print",
-        "println",
-        "real",
-        "recover",
+        *("append", "cap", "clear", "close", "complex", "copy", "delete", "imag", "len"),
+        *("make", "max", "min", "new", "panic", "print", "println", "real", "recover"),
+        # conversions to the predeclared types
+        *("any", "bool", "byte", "comparable", "complex64", "complex128", "error"),
+        *("float32", "float64", "int", "int8", "int16", "int32", "int64", "rune"),
+        *("string", "uint", "uint8", "uint16", "uint32", "uint64", "uintptr"),
     ]
 )
+_FUNCTIONS = ("function_declaration", "method_declaration", "func_literal")
+_DECLARING = {
+    "parameter_declaration": "name",
+    "variadic_parameter_declaration": "name",
+    "var_spec": "name",
+    "const_spec": "name",
+    "short_var_declaration": "left",
+    "range_clause": "left",
+}
 _MAJOR = re.compile(r"v[0-9]+\Z")
 
 
@@ -130,9 +127,40 @@ def owner(node: Node, source: bytes) -> str | None:
     return _receiver(node, source)[0] if node.type == "method_declaration" else None
 
 
+def _declared(function: Node, ctx: FileContext) -> frozenset[str]:
+    """Every name a function declares (parameters, :=, var, range), closures included."""
+    cached = ctx.cache.get(function.id)
+    if cached is not None:
+        return cached
+    names: set[str] = set()
+    stack = [function]
+    while stack:
+        node = stack.pop()
+        field = _DECLARING.get(node.type)
+        if field is not None:
+            for part in node.children_by_field_name(field):
+                targets = part.named_children if part.type == "expression_list" else [part]
+                names.update(node_text(t, ctx.source) for t in targets if t.type == "identifier")
+        stack.extend(node.named_children)
+    found = frozenset(names)
+    ctx.cache[function.id] = found
+    return found
+
+
+def _local_variable(call: Node, name: str, ctx: FileContext) -> bool:
+    scope = call.parent
+    while scope is not None:
+        if scope.type in _FUNCTIONS and name in _declared(scope, ctx):
+            return True
+        scope = scope.parent
+    return False
+
+
 def callee(call: Node, node: Node, ctx: FileContext) -> CallForm | None:
     if node.type == "identifier":
-        return CallForm("bare", node_text(node, ctx.source))
+        name = node_text(node, ctx.source)
+        # A call through a variable (a closure, a func parameter) names no definition.
+        return None if _local_variable(call, name, ctx) else CallForm("bare", name)
     if node.type != "selector_expression":
         return None
     operand = node.child_by_field_name("operand")

@@ -87,7 +87,13 @@ def _from_statement(node: Node, ctx: FileContext) -> list[ImportRef]:
             local = node_text(child.child_by_field_name("alias"), ctx.source)
         else:
             name = local = node_text(child, ctx.source)
-        sub = file_of(f"{module}.{name}" if module else name, ctx, relative=relative)
+        dotted = f"{module}.{name}" if module else name
+        origin = ctx.resolve.get("=" + dotted)  # re-exported by a package __init__
+        if origin is not None and "#" in origin:
+            where, _, member = origin.partition("#")
+            bindings.append(Binding(local, Target(where, member)))
+            continue
+        sub = file_of(dotted, ctx, relative=relative)
         if sub is not None and ("resolve" in ctx.options or path is None):
             bindings.append(Binding(local, Target(sub)))
         elif path is not None:

@@ -91,8 +91,22 @@ def absolute(segments: list[str], ctx: FileContext) -> list[str] | None:
     return None
 
 
+def _follow(path: list[str], ctx: FileContext) -> list[str]:
+    """`cli::Client` that `cli` re-exports with `pub use` → where it is defined."""
+    for _ in range(4):
+        for cut in range(len(path), 0, -1):
+            origin = ctx.resolve.get("=" + "::".join(["crate", *path[:cut]]))
+            if origin is not None:
+                path = [*origin.split("::")[1:], *path[cut:]]
+                break
+        else:
+            return path
+    return path
+
+
 def _split(path: list[str], ctx: FileContext) -> Target | None:
     """The longest prefix of `path` that is a module file, and the rest as its member."""
+    path = _follow(path, ctx)
     for cut in range(len(path), -1, -1):
         file_path = file_of(path[:cut], ctx)
         if file_path is not None and ("resolve" in ctx.options or cut == len(path) - 1):
