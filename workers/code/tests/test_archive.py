@@ -248,3 +248,17 @@ def test_many_files_are_split_into_partials(tmp_path: Path) -> None:
     counts = [len(s.get("childJobs", [])) for s in subs]
     assert counts == [0, 2000, 2000, 500, 0]
     assert subs[-1]["partial"] is False
+
+
+def test_partials_stay_under_the_submission_size_limit(tmp_path: Path) -> None:
+    """30 files of 1 MiB: their base64 and options fill partials of at most 24 MiB, far
+    under the core's 64 MiB per submission."""
+    files = {f"big{i:02}.py": (f"x{i} = 1\n" * 150_000)[: 1 << 20].encode() for i in range(30)}
+    path = tmp_path / "big.zip"
+    path.write_bytes(zip_bytes(files))
+    raws = run_handler(handle_archive, path, format="code-archive")
+    sizes = [len(raw) for raw in raws]
+    assert max(sizes) < 26 * 1024 * 1024
+    counts = [len(json.loads(raw).get("childJobs", [])) for raw in raws]
+    assert sum(counts) == 30
+    assert len([c for c in counts if c]) == 2  # 40 MiB of base64 in two partials

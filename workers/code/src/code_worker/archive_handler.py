@@ -13,9 +13,11 @@ Job options (all optional):
 
 from __future__ import annotations
 
+import json
 import posixpath
 from collections import Counter
 from collections.abc import Generator, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import blake3
@@ -41,7 +43,7 @@ __all__ = ["archive_root", "handle_archive"]
 CHILDREN_PER_PARTIAL = 2000
 """Child jobs per partial (the core takes at most 10,000 per submission by default)."""
 BYTES_PER_PARTIAL = 24 * 1024 * 1024
-"""Encoded child content per partial (a submission is at most 64 MiB)."""
+"""Encoded child jobs (content and options) per partial (a submission is at most 64 MiB)."""
 _SUFFIXES = (".tar.gz", ".tar.xz", ".tar.bz2", ".tgz", ".txz", ".tbz2", ".tbz", ".zip", ".tar")
 
 
@@ -66,14 +68,22 @@ def _limits(job: Job) -> ArchiveLimits:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class _Child:
+    name: str
+    options: dict[str, object]
+    content: bytes | None
+
+    @property
+    def weight(self) -> int:
+        """Its bytes in a submission: the content in base64, the options as JSON."""
+        content = 0 if self.content is None else len(self.content) * 4 // 3 + 4
+        return content + len(json.dumps(self.options)) + len(self.name) + 64
+
+
 def _child(
-    builder: IngestionResultBuilder,
-    root: str,
-    member: Member,
-    layout: Layout,
-    repo: Repository,
-    limits: ArchiveLimits,
-) -> None:
+    root: str, member: Member, layout: Layout, repo: Repository, limits: ArchiveLimits
+) -> _Child:
     options: dict[str, object] = {
         "root": root,
         "path": member.path,
@@ -85,10 +95,7 @@ def _child(
             "limit": limits.max_file_bytes,
             "what": "max_file_bytes",
         }
-        builder.add_child_job(
-            "code", f"code:{root}/{member.path}@{member.size}-bytes", options=options
-        )
-        return
+        return _Child(f"code:{root}/{member.path}@{member.size}-bytes", options, None)
     options.update(layout.options_for(member.path))
     language = repo.languages[member.path]
     if language == "go" and repo.go_modules:
@@ -99,9 +106,7 @@ def _child(
         if folder in repo.crate_names:
             options["crate"] = repo.crate_names[folder]
     digest = blake3.blake3(member.data).hexdigest()
-    builder.add_child_job(
-        "code", f"code:{root}/{member.path}@{digest}", options=options, content=member.data
-    )
+    return _Child(f"code:{root}/{member.path}@{digest}", options, member.data)
 
 
 def _packages(builder: IngestionResultBuilder, repo: Repository, repo_ref: NodeRef) -> None:
@@ -128,16 +133,16 @@ def _packages(builder: IngestionResultBuilder, repo: Repository, repo_ref: NodeR
                 )
 
 
-def _batches(repo: Repository) -> Iterator[list[Member]]:
+def _batches(children: list[tuple[Member, _Child]]) -> Iterator[list[tuple[Member, _Child]]]:
     """Child jobs in partials a submission can carry (count and bytes under the core's caps)."""
-    batch: list[Member] = []
+    batch: list[tuple[Member, _Child]] = []
     size = 0
-    for member in repo.sources:
-        weight = len(member.data or b"") * 4 // 3 + 1024  # base64 and options
+    for pair in children:
+        weight = pair[1].weight
         if batch and (len(batch) >= CHILDREN_PER_PARTIAL or size + weight > BYTES_PER_PARTIAL):
             yield batch
             batch, size = [], 0
-        batch.append(member)
+        batch.append(pair)
         size += weight
     if batch:
         yield batch
@@ -184,14 +189,15 @@ def handle_archive(job: Job) -> Generator[dict[str, Any], Sequence[str], None]:
     _packages(builder, repo, repo_ref)
     builder.set_stats({"files": len(repo.sources), "skipped": sum(repo.skipped.values())})
     yield builder.build()
-    for batch in _batches(repo):
+    children = [(m, _child(root, m, layout, repo, limits)) for m in repo.sources]
+    for batch in _batches(children):
         builder = IngestionResultBuilder(options=job.options)
         # The same REPOSITORY node again (same properties: no new version): the core
         # refuses to finalize a staged partial that has child jobs or dangling edges
         # but no node (graph/apply.rs, `nodes()` at the deferred pass).
         again = _repository_node(builder, root, listing, repo)
-        for member in batch:
+        for member, child in batch:
             builder.add_relationship("CONTAINS", from_ref=again, to_id=file_id(root, member.path))
-            _child(builder, root, member, layout, repo, limits)
+            builder.add_child_job("code", child.name, options=child.options, content=child.content)
         yield builder.build()
     yield IngestionResultBuilder(options=job.options).build(partial=False)

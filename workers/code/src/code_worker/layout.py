@@ -33,7 +33,7 @@ from .reexports import HOPS, python_reexports, rust_reexports
 __all__ = ["MAX_TABLE", "Layout"]
 
 MAX_TABLE = 2000
-"""Entries at most in one child's table (a crate's module tree, a package's classes)."""
+"""Entries at most in one child's table."""
 
 _PY_FROM = re.compile(rb"^[ \t]*from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]*)", re.M)
 _PY_IMPORT = re.compile(rb"^[ \t]*import[ \t]+([^\n#;]+)", re.M)
@@ -42,6 +42,7 @@ _JS_SPEC = re.compile(
 )
 _JAVA_PACKAGE = re.compile(rb"^[ \t]*package[ \t]+([\w.]+)[ \t]*;", re.M)
 _JAVA_IMPORT = re.compile(rb"^[ \t]*import[ \t]+(?:static[ \t]+)?([\w.]+)[ \t]*;", re.M)
+_WORD = re.compile(rb"\w+")
 _INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"', re.M)
 _JS_SUFFIXES = ("", ".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", ".mts", ".cts", ".d.ts")
 _JS_INDEX = ("/index.ts", "/index.tsx", "/index.js", "/index.jsx", "/index.mjs")
@@ -189,16 +190,26 @@ class Layout:
             members = {p: self.files[p] for p, r in self.crate_of.items() if r == root}
             self.crate_reexports[root] = rust_reexports(members, partial(_module_in, root))
 
+    def _words(self, path: str) -> frozenset[bytes]:
+        return frozenset(_WORD.findall(self.files[path]))
+
     def _rust_table(self, path: str) -> dict[str, str]:
+        """The crate's module tree and re-exports, cut to the paths this file could name
+        (every segment of a key appears in the file: a path it uses has all of them)."""
         root = self.crate_of.get(path)
         if root is None:
             return {}
+        words = self._words(path)
+
+        def named(key: str) -> bool:
+            return all(s.encode() in words for s in key.lstrip("=").split("::")[1:])
+
         modules = self.crate_modules[root]
-        keys = sorted(modules)[:MAX_TABLE]
-        table = {"@crate": root, **{key: modules[key] for key in keys if key != "crate"}}
+        table = {"@crate": root}
+        table.update((k, modules[k]) for k in sorted(modules) if k != "crate" and named(k))
         reexports = self.crate_reexports.get(root, {})
-        table.update((key, reexports[key]) for key in sorted(reexports)[:MAX_TABLE])
-        return table
+        table.update((k, reexports[k]) for k in sorted(reexports) if named(k))
+        return dict(sorted(table.items())[:MAX_TABLE])
 
     # -- javascript / typescript -----------------------------------------------------------
 
@@ -233,8 +244,10 @@ class Layout:
     def _java_table(self, path: str) -> dict[str, str]:
         table = {}
         package = self.java_package.get(path, "")
-        for fqcn in self.java_by_package.get(package, [])[:MAX_TABLE]:
-            table[fqcn] = self.java_classes[fqcn]
+        words = self._words(path)
+        for fqcn in self.java_by_package.get(package, []):
+            if fqcn.rpartition(".")[2].encode() in words:  # the file names that class
+                table[fqcn] = self.java_classes[fqcn]
         for match in _JAVA_IMPORT.finditer(self.files[path]):
             name = match.group(1).decode("ascii", "replace")
             for candidate in (name, name.rpartition(".")[0]):  # a static import's class
