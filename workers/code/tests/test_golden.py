@@ -171,3 +171,14 @@ def test_determinism_across_processes(language: str, tmp_path: Path) -> None:
     check_determinism(
         "code_worker:handle", _write(tmp_path, fixture), format="code", options=fixture.options
     )
+
+
+def test_a_file_with_more_definitions_than_a_submission_carries_is_too_large(
+    tmp_path: Path,
+) -> None:
+    from workers_common import TooLarge
+
+    path = tmp_path / "generated.py"
+    path.write_text("".join(f"def f{i}(): pass\n" for i in range(100_001)))
+    with pytest.raises(TooLarge, match="100003 nodes"):
+        run_handler(handle, path, format="code")

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import blake3
 
-from workers_common import IngestionResultBuilder, NodeRef
+from workers_common import IngestionResultBuilder, NodeRef, TooLarge
 
 from .languages import Spec
 from .languages.base import FileContext, body_start, one_line
@@ -25,6 +25,11 @@ from .symbols import CLASS_LIKE, Definition, FileModel, analyze
 __all__ = ["FileIdentity", "file_id", "project_file", "symbol_id"]
 
 _IMPORTS_LISTED = 500
+MAX_NODES = 100_000
+MAX_RELATIONSHIPS = 200_000
+"""The core's default per-submission caps ([graph] max_nodes, max_relationships): a file
+that projects to more (a generated table of 100,000 functions) is too_large here, with
+its counts, rather than a `protocol` refusal from the core."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +75,8 @@ class _Projector:
 
     def run(self) -> bytes:
         model = analyze(self.spec, self.ctx) if self.spec is not None else None
+        if model is not None:
+            _check_size(model)
         file_ref = self._file(model)
         if model is not None and self.spec is not None:
             container = self._crate_module(file_ref)
@@ -226,6 +233,16 @@ class _Projector:
                 to_id=target_id,
                 properties={"count": count, "cross_file": True},
             )
+
+
+def _check_size(model: FileModel) -> None:
+    nodes = len(model.definitions) + 2
+    edges = len(model.definitions) + len(model.imports) + len(model.calls)
+    if nodes > MAX_NODES or edges > MAX_RELATIONSHIPS:
+        raise TooLarge(
+            f"the file projects to {nodes} nodes and up to {edges} edges, over the "
+            f"{MAX_NODES} / {MAX_RELATIONSHIPS} a submission may carry"
+        )
 
 
 def _place(definition: Definition) -> tuple[int, int]:
