@@ -208,7 +208,19 @@ class Layout:
         table = {"@crate": root}
         table.update((k, modules[k]) for k in sorted(modules) if k != "crate" and named(k))
         reexports = self.crate_reexports.get(root, {})
-        table.update((k, reexports[k]) for k in sorted(reexports) if named(k))
+        pending = [k for k in sorted(reexports) if named(k)]
+        for _ in range(HOPS):  # what a kept re-export leads to: its modules, its chain
+            following = []
+            for key in pending:
+                table[key] = reexports[key]
+                parts = reexports[key].split("::")
+                for cut in range(2, len(parts) + 1):
+                    prefix = "::".join(parts[:cut])
+                    if prefix in modules:
+                        table[prefix] = modules[prefix]
+                    if "=" + prefix in reexports and "=" + prefix not in table:
+                        following.append("=" + prefix)
+            pending = following
         return dict(sorted(table.items())[:MAX_TABLE])
 
     # -- javascript / typescript -----------------------------------------------------------
