@@ -195,11 +195,14 @@ class Layout:
 
     def _rust_table(self, path: str) -> dict[str, str]:
         """The crate's module tree and re-exports, cut to the paths this file could name
-        (every segment of a key appears in the file: a path it uses has all of them)."""
+        (every segment of a key appears in the file or in its own module's path: a path it
+        uses has all of them)."""
         root = self.crate_of.get(path)
         if root is None:
             return {}
-        words = self._words(path)
+        # `super::x` and `self::x` name the file's own module without writing it.
+        own = module_of_path(path, root) or []
+        words = self._words(path) | {segment.encode() for segment in own}
 
         def named(key: str) -> bool:
             return all(s.encode() in words for s in key.lstrip("=").split("::")[1:])
