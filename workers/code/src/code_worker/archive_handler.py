@@ -1,0 +1,203 @@
+"""The `code-archive` job: a repository archive → REPOSITORY, PACKAGEs, one child per file.
+
+Job options (all optional):
+
+- `root`              the repository name in ids (default: the archive's name without
+                      its extension)
+- `include`, `exclude`  gitignore patterns (a list, or one comma-separated string)
+- `default_excludes`  false keeps target/, node_modules/, … (repository.DEFAULT_EXCLUDES)
+- `gitignore`         false ignores the archive's own .gitignore files
+- `max_archive_bytes`, `max_entries`, `max_file_bytes`, `max_total_bytes`, `max_ratio`
+                      the caps (limits.py); `max_file_bytes` is passed on to the children
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+from collections import Counter
+from collections.abc import Generator, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import blake3
+
+from workers_common import IngestionResultBuilder, Job, NodeRef, TooLarge
+
+from .archive import ArchiveLimits, Listing, Member, read_archive
+from .layout import Layout
+from .limits import (
+    DEFAULT_MAX_ARCHIVE_BYTES,
+    DEFAULT_MAX_ENTRIES,
+    DEFAULT_MAX_FILE_BYTES,
+    DEFAULT_MAX_RATIO,
+    DEFAULT_MAX_TOTAL_BYTES,
+    int_option,
+)
+from .manifests import package_id
+from .projection import file_id
+from .repository import Repository, plan_repository
+
+__all__ = ["archive_root", "handle_archive"]
+
+CHILDREN_PER_PARTIAL = 2000
+"""Child jobs per partial (the core takes at most 10,000 per submission by default)."""
+BYTES_PER_PARTIAL = 24 * 1024 * 1024
+"""Encoded child jobs (content and options) per partial (a submission is at most 64 MiB)."""
+_SUFFIXES = (".tar.gz", ".tar.xz", ".tar.bz2", ".tgz", ".txz", ".tbz2", ".tbz", ".zip", ".tar")
+
+
+def archive_root(job: Job) -> str:
+    given = job.options.get("root")
+    if isinstance(given, str) and given.strip("/"):
+        return given.strip("/")
+    base = posixpath.basename(job.name.replace("\\", "/"))
+    for suffix in _SUFFIXES:
+        if base.lower().endswith(suffix):
+            return base[: -len(suffix)] or "repository"
+    return base or "repository"
+
+
+def _limits(job: Job) -> ArchiveLimits:
+    options = job.options
+    return ArchiveLimits(
+        max_entries=int_option(options, "max_entries", DEFAULT_MAX_ENTRIES),
+        max_file_bytes=int_option(options, "max_file_bytes", DEFAULT_MAX_FILE_BYTES),
+        max_total_bytes=int_option(options, "max_total_bytes", DEFAULT_MAX_TOTAL_BYTES),
+        max_ratio=int_option(options, "max_ratio", DEFAULT_MAX_RATIO),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Child:
+    name: str
+    options: dict[str, object]
+    content: bytes | None
+
+    @property
+    def weight(self) -> int:
+        """Its bytes in a submission: the content in base64, the options as JSON."""
+        content = 0 if self.content is None else len(self.content) * 4 // 3 + 4
+        return content + len(json.dumps(self.options)) + len(self.name) + 64
+
+
+def _child(
+    root: str, member: Member, layout: Layout, repo: Repository, limits: ArchiveLimits
+) -> _Child:
+    options: dict[str, object] = {
+        "root": root,
+        "path": member.path,
+        "max_file_bytes": limits.max_file_bytes,
+    }
+    if member.data is None:
+        options["oversize"] = {
+            "bytes": member.size,
+            "limit": limits.max_file_bytes,
+            "what": "max_file_bytes",
+        }
+        return _Child(f"code:{root}/{member.path}@{member.size}-bytes", options, None)
+    options.update(layout.options_for(member.path))
+    language = repo.languages[member.path]
+    if language == "go" and repo.go_modules:
+        options["go_modules"] = dict(sorted(repo.go_modules.items()))
+    if language == "rust":
+        crate_root = layout.crate_of.get(member.path, "")
+        folder = crate_root.removesuffix("src/lib.rs").removesuffix("src/main.rs").rstrip("/")
+        if folder in repo.crate_names:
+            options["crate"] = repo.crate_names[folder]
+    digest = blake3.blake3(member.data).hexdigest()
+    return _Child(f"code:{root}/{member.path}@{digest}", options, member.data)
+
+
+def _packages(builder: IngestionResultBuilder, repo: Repository, repo_ref: NodeRef) -> None:
+    seen: set[str] = set()
+    for package in sorted(repo.packages, key=lambda p: p.manifest):
+        pid = package_id(package.ecosystem, package.name)
+        if pid in seen:
+            continue
+        seen.add(pid)
+        props: dict[str, object] = {
+            "name": package.name,
+            "ecosystem": package.ecosystem,
+            "manifest": package.manifest,
+        }
+        if package.version:
+            props["version"] = package.version
+        ref = builder.add_node(["PACKAGE"], props, id=pid)
+        builder.add_relationship("CONTAINS", from_ref=repo_ref, to_ref=ref)
+        for dep, kind in package.dependencies:
+            target = package_id(package.ecosystem, dep)
+            if target != pid:
+                builder.add_relationship(
+                    "DEPENDS_ON", from_ref=ref, to_id=target, properties={"kind": kind}
+                )
+
+
+def _batches(children: list[tuple[Member, _Child]]) -> Iterator[list[tuple[Member, _Child]]]:
+    """Child jobs in partials a submission can carry (count and bytes under the core's caps)."""
+    batch: list[tuple[Member, _Child]] = []
+    size = 0
+    for pair in children:
+        weight = pair[1].weight
+        if batch and (len(batch) >= CHILDREN_PER_PARTIAL or size + weight > BYTES_PER_PARTIAL):
+            yield batch
+            batch, size = [], 0
+        batch.append(pair)
+        size += weight
+    if batch:
+        yield batch
+
+
+def _repository_node(
+    builder: IngestionResultBuilder, root: str, listing: Listing, repo: Repository
+) -> NodeRef:
+    languages = Counter(repo.languages.values())
+    props: dict[str, object] = {
+        "root": root,
+        "archive": listing.kind,
+        "entries": listing.entries,
+        "files": len(repo.sources),
+        "languages": dict(sorted(languages.items())),
+        "skipped": dict(sorted(repo.skipped.items())),
+        "too_large_files": sum(1 for m in repo.sources if m.data is None),
+        "inflated_bytes": listing.inflated,
+    }
+    if repo.bad_manifests:
+        props["bad_manifests"] = sorted(repo.bad_manifests)[:100]
+    return builder.add_node(["REPOSITORY"], props, id=repository_id(root))
+
+
+def repository_id(root: str) -> str:
+    return f"code:repo:{root}"
+
+
+def handle_archive(job: Job) -> Generator[dict[str, Any], Sequence[str], None]:
+    """Fans a repository archive out (typed failures: too_large, invalid_input): the
+    REPOSITORY and PACKAGE nodes first, then the child jobs in partials."""
+    limit = int_option(job.options, "max_archive_bytes", DEFAULT_MAX_ARCHIVE_BYTES)
+    if job.content is not None and job.content.size > limit:
+        raise TooLarge(f"archive of {job.content.size} bytes is over max_archive_bytes={limit}")
+    limits = _limits(job)
+    with job.content_path() as path:
+        listing = read_archive(path, limits)
+    repo = plan_repository(listing, job.options)
+    root = archive_root(job)
+    files = {m.path: m.data for m in repo.sources if m.data is not None}
+    layout = Layout(files, {p: repo.languages[p] for p in files})
+    builder = IngestionResultBuilder(options=job.options)
+    repo_ref = _repository_node(builder, root, listing, repo)
+    _packages(builder, repo, repo_ref)
+    builder.set_stats({"files": len(repo.sources), "skipped": sum(repo.skipped.values())})
+    yield builder.build()
+    children = [(m, _child(root, m, layout, repo, limits)) for m in repo.sources]
+    for batch in _batches(children):
+        builder = IngestionResultBuilder(options=job.options)
+        # The same REPOSITORY node again (same properties: no new version): the core
+        # refuses to finalize a staged partial that has child jobs or dangling edges
+        # but no node (graph/apply.rs, `nodes()` at the deferred pass).
+        again = _repository_node(builder, root, listing, repo)
+        for member, child in batch:
+            builder.add_relationship("CONTAINS", from_ref=again, to_id=file_id(root, member.path))
+            builder.add_child_job("code", child.name, options=child.options, content=child.content)
+        yield builder.build()
+    yield IngestionResultBuilder(options=job.options).build(partial=False)

@@ -1,0 +1,69 @@
+"""The code worker's entry: formats `code` (one source file) and `code-archive`.
+
+Job options of a `code` job (all optional; an archive sets the first four on its
+children):
+
+- `root`            the repository name in ids (default: the folder the file is in)
+- `path`            the file's path in the repository (default: its file name)
+- `resolve`         import → repository path table, computed by the archive worker
+- `module`, `crate`, `go_modules`  layout facts the archive worker knows (see README)
+- `language`        overrides the language the file name says
+- `max_file_bytes`  refuse a larger file as too_large (default 4 MiB)
+
+An archive's options are in archive_handler.py.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Mapping
+
+from workers_common import Handler, InvalidInput, Job, TooLarge
+
+from .archive_handler import handle_archive
+from .languages import language_for
+from .limits import DEFAULT_MAX_FILE_BYTES, int_option
+from .projection import FileIdentity, project_file
+from .source import decode_source
+
+__all__ = ["FORMATS", "HANDLERS", "handle", "identity"]
+
+FORMATS = ("code", "code-archive")
+
+
+def clean_path(value: str, what: str) -> str:
+    """A repository-relative POSIX path; `..` or emptiness is the input's fault."""
+    normalized = posixpath.normpath("/" + value.replace("\\", "/")).lstrip("/")
+    if not normalized or normalized == "." or ".." in value.replace("\\", "/").split("/"):
+        raise InvalidInput(f"{what} {value!r} is not a relative path inside the repository")
+    return normalized
+
+
+def identity(job: Job) -> FileIdentity:
+    """Root and path from the options, else from the job's name (an ingested file's path)."""
+    name = job.name.replace("\\", "/")
+    path_option = job.options.get("path")
+    root_option = job.options.get("root")
+    path = path_option if isinstance(path_option, str) and path_option else posixpath.basename(name)
+    if isinstance(root_option, str) and root_option.strip("/"):
+        root = root_option.strip("/")
+    else:
+        root = posixpath.basename(posixpath.dirname(name)) or "local"
+    path = clean_path(path or "unnamed", "path")
+    language, _spec = language_for(path, job.options.get("language"))
+    return FileIdentity(root, path, language)
+
+
+def handle(job: Job) -> bytes:
+    """Projects one source file (typed failures: too_large, unsupported for binary)."""
+    limit = int_option(job.options, "max_file_bytes", DEFAULT_MAX_FILE_BYTES)
+    if job.content is not None and job.content.size > limit:
+        raise TooLarge(f"source file of {job.content.size} bytes is over max_file_bytes={limit}")
+    ident = identity(job)
+    raw = job.read_bytes()
+    source = decode_source(raw)
+    _name, spec = language_for(ident.path, job.options.get("language"))
+    return project_file(spec, ident, source, raw, job.options)
+
+
+HANDLERS: Mapping[str, Handler] = {"code": handle, "code-archive": handle_archive}

@@ -1,0 +1,178 @@
+"""JavaScript and TypeScript (TSX too): ES imports and callees.
+
+`import d, {f as g} from './x'` and `import * as ns from './x'` bind names when the
+specifier is relative (`./`, `../`): the archive's table says which file it is (the
+specifier with an extension or `/index.*`); a file ingested alone assumes the specifier
+plus the importing file's own extension. Bare specifiers (`react`) are packages, not
+files of the repository: recorded, never resolved.
+"""
+
+from __future__ import annotations
+
+import posixpath
+
+import tree_sitter_javascript
+import tree_sitter_typescript
+from tree_sitter import Node
+
+from .base import (
+    Binding,
+    CallForm,
+    FileContext,
+    ImportRef,
+    Spec,
+    Target,
+    comment_block,
+    node_text,
+)
+
+__all__ = ["JAVASCRIPT", "TSX", "TYPESCRIPT", "relative_target"]
+
+_KNOWN = (".js", ".mjs", ".cjs", ".jsx", ".ts", ".mts", ".cts", ".tsx")
+
+
+def relative_target(specifier: str, importer: str) -> str | None:
+    """The repository path a relative specifier names from `importer` (None past the root)."""
+    joined = posixpath.normpath(posixpath.join(posixpath.dirname(importer), specifier))
+    return None if joined.startswith("..") or joined == "." else joined
+
+
+def file_of(specifier: str, ctx: FileContext) -> str | None:
+    if not specifier.startswith(("./", "../")):
+        return None
+    if "resolve" in ctx.options:
+        return ctx.resolve.get(specifier)
+    base = relative_target(specifier, ctx.path)
+    if base is None:
+        return None
+    if base.endswith(_KNOWN):
+        return base
+    return base + posixpath.splitext(ctx.path)[1]
+
+
+def _string(node: Node | None, source: bytes) -> str:
+    if node is None:
+        return ""
+    parts = [node_text(c, source) for c in node.named_children if c.type == "string_fragment"]
+    return "".join(parts)
+
+
+def _clause_bindings(clause: Node, path: str, source: bytes) -> list[Binding]:
+    out: list[Binding] = []
+    for child in clause.named_children:
+        if child.type == "identifier":  # the default export
+            out.append(Binding(node_text(child, source), Target(path, "default")))
+        elif child.type == "namespace_import":
+            names = [c for c in child.named_children if c.type == "identifier"]
+            if names:
+                out.append(Binding(node_text(names[0], source), Target(path)))
+        elif child.type == "named_imports":
+            for spec in child.named_children:
+                if spec.type != "import_specifier":
+                    continue
+                name = node_text(spec.child_by_field_name("name"), source)
+                alias = spec.child_by_field_name("alias")
+                local = node_text(alias, source) if alias is not None else name
+                out.append(Binding(local, Target(path, name)))
+    return out
+
+
+def imports(node: Node, ctx: FileContext) -> list[ImportRef]:
+    specifier = _string(node.child_by_field_name("source"), ctx.source)
+    if not specifier:
+        return []
+    path = file_of(specifier, ctx)
+    bindings: list[Binding] = []
+    if path is not None:
+        for child in node.named_children:
+            if child.type == "import_clause":
+                bindings.extend(_clause_bindings(child, path, ctx.source))
+    return [ImportRef(specifier, path, tuple(bindings))]
+
+
+def _member_path(node: Node, source: bytes) -> list[str] | None:
+    parts: list[str] = []
+    while node.type == "member_expression":
+        prop = node.child_by_field_name("property")
+        obj = node.child_by_field_name("object")
+        if (
+            prop is None
+            or obj is None
+            or prop.type
+            not in (
+                "property_identifier",
+                "private_property_identifier",
+            )
+        ):
+            return None
+        parts.insert(0, node_text(prop, source))
+        node = obj
+    if node.type == "this":
+        parts.insert(0, "this")
+        return parts
+    if node.type != "identifier":
+        return None
+    parts.insert(0, node_text(node, source))
+    return parts
+
+
+def callee(_call: Node, node: Node, ctx: FileContext) -> CallForm | None:
+    parts = _member_path(node, ctx.source)
+    if not parts:
+        return None
+    if len(parts) == 1:
+        return CallForm("bare", parts[0])
+    if parts[0] == "this":
+        return CallForm("self", parts[1]) if len(parts) == 2 else None
+    return CallForm("qualified", parts[-1], tuple(parts[:-1]))
+
+
+def _doc(node: Node, source: bytes) -> str | None:
+    anchor = node
+    if node.type == "variable_declarator" and node.parent is not None:
+        anchor = node.parent
+    if anchor.parent is not None and anchor.parent.type == "export_statement":
+        anchor = anchor.parent
+    return comment_block(
+        anchor,
+        source,
+        lambda text: text.startswith("/**"),
+        lambda text: "\n".join(
+            line.strip().lstrip("*").strip()
+            for line in text.removeprefix("/**").removesuffix("*/").splitlines()
+        ).strip(),
+    )
+
+
+def visibility(node: Node, name: str, source: bytes) -> str:
+    if name.startswith("#"):
+        return "private"
+    for child in node.children:
+        if child.type == "accessibility_modifier":
+            return node_text(child, source)
+    anchor = node.parent.parent if node.type == "variable_declarator" and node.parent else node
+    if (
+        anchor is not None
+        and anchor.parent is not None
+        and anchor.parent.type == "export_statement"
+    ):
+        return "exported"
+    return "public" if node.type in ("method_definition", "method_signature") else "module"
+
+
+def _spec(name: str, language: object, query: str) -> Spec:
+    return Spec(
+        name=name,
+        separator=".",
+        language=language,  # type: ignore[arg-type]
+        query_file=query,
+        imports=imports,
+        callee=callee,
+        doc=_doc,
+        visibility=visibility,
+    )
+
+
+JAVASCRIPT = _spec("javascript", tree_sitter_javascript.language, "javascript.scm")
+TYPESCRIPT = _spec("typescript", tree_sitter_typescript.language_typescript, "typescript.scm")
+TSX = _spec("tsx", tree_sitter_typescript.language_tsx, "typescript.scm")

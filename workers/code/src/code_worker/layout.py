@@ -1,0 +1,319 @@
+"""What the archive knows that one file does not: each child's `resolve` table.
+
+A child job sees only its own bytes, so the archive worker, which sees every path,
+tells each file where the modules it imports live. It finds the imports with a cheap
+line scan (a regex per language, a few percent of a parse); the child parses properly
+and looks up what it finds. A name the scan missed is simply not in the table: the child
+counts the call as unresolved rather than guessing.
+
+- Python: module name → file, from each file's source root (the first folder above it
+  without an `__init__.py`); the importer's own root wins, else a unique match.
+- Rust: the module tree of the file's crate (`crate::a::b` → file) and `@crate`.
+- JavaScript/TypeScript: a relative specifier → the file it names (extensions, `index`).
+- Java: fully qualified class → file (from `package` lines), plus the own package's classes.
+- C/C++: a quoted include → the header beside the includer, at the root, in `include/`,
+  else the one header with that path suffix.
+- Go needs no table: import paths map to folders through go.mod (option `go_modules`).
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections import defaultdict
+from collections.abc import Mapping
+from functools import partial
+
+from .languages import extension_language
+from .languages.ecmascript import relative_target
+from .languages.python import module_name
+from .languages.rust import module_of_path
+from .reexports import HOPS, python_reexports, rust_reexports
+
+__all__ = ["MAX_TABLE", "Layout"]
+
+MAX_TABLE = 2000
+"""Entries at most in one child's table."""
+
+_PY_FROM = re.compile(rb"^[ \t]*from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]*)", re.M)
+_PY_IMPORT = re.compile(rb"^[ \t]*import[ \t]+([^\n#;]+)", re.M)
+_JS_SPEC = re.compile(
+    rb"""(?:\bfrom|\bimport|\brequire\s*\(|\bimport\s*\()\s*['"](\.{1,2}/[^'"\n]*)['"]"""
+)
+_JAVA_PACKAGE = re.compile(rb"^[ \t]*package[ \t]+([\w.]+)[ \t]*;", re.M)
+_JAVA_IMPORT = re.compile(rb"^[ \t]*import[ \t]+(?:static[ \t]+)?([\w.]+)[ \t]*;", re.M)
+_WORD = re.compile(rb"\w+")
+_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"', re.M)
+_JS_SUFFIXES = ("", ".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", ".mts", ".cts", ".d.ts")
+_JS_INDEX = ("/index.ts", "/index.tsx", "/index.js", "/index.jsx", "/index.mjs")
+
+
+def _module_in(root: str, path: str) -> list[str] | None:
+    return module_of_path(path, root)
+
+
+class Layout:
+    """Indexes of one archive's source files, and each file's table from them."""
+
+    def __init__(self, files: Mapping[str, bytes], languages: Mapping[str, str]) -> None:
+        self.files = files
+        self.languages = languages
+        self.paths = frozenset(files)
+        self._python_index()
+        self._rust_index()
+        self._java_index()
+        self._header_index()
+
+    # -- python ----------------------------------------------------------------------------
+
+    def _python_index(self) -> None:
+        packages = {
+            p.rpartition("/")[0] for p in self.paths if p.rsplit("/", 1)[-1] == "__init__.py"
+        }
+        self.py_root: dict[str, str] = {}
+        self.py_modules: dict[str, list[str]] = defaultdict(list)
+        for path in sorted(p for p, lang in self.languages.items() if lang == "python"):
+            folder = path.rpartition("/")[0]
+            while folder and folder in packages:
+                folder = folder.rpartition("/")[0]
+            self.py_root[path] = folder
+            relative = path[len(folder) + 1 :] if folder else path
+            self.py_modules[module_name(relative)].append(path)
+        inits = {p: self.files[p] for p in self.py_root if p.rsplit("/", 1)[-1] == "__init__.py"}
+        self.py_reexports = python_reexports(inits, self.python_module, self._python_absolute)
+
+    def python_module(self, path: str) -> str:
+        root = self.py_root.get(path, "")
+        return module_name(path[len(root) + 1 :] if root else path)
+
+    def _python_lookup(self, module: str, importer: str) -> str | None:
+        found = self.py_modules.get(module, [])
+        own = [p for p in found if self.py_root.get(p) == self.py_root.get(importer)]
+        for candidates in (own, found):
+            # A module beside its stub (x.py and x.pyi) is the module, not the stub.
+            runtime = [p for p in candidates if not p.endswith(".pyi")] or candidates
+            if len(runtime) == 1:
+                return runtime[0]
+        return None
+
+    def _python_absolute(self, written: str, importer: str) -> str | None:
+        level = len(written) - len(written.lstrip("."))
+        if level == 0:
+            return written
+        parts = self.python_module(importer).split(".")
+        drop = (
+            level - 1 if importer.endswith("/__init__.py") or importer == "__init__.py" else level
+        )
+        if drop > len(parts):
+            return None
+        base = parts[: len(parts) - drop]
+        rest = written[level:]
+        return ".".join([*base, rest] if rest else base)
+
+    def _python_wanted(self, path: str) -> set[str]:
+        """Every dotted name the file's import lines could need: modules and `M.name`."""
+        data = self.files[path]
+        wanted: set[str] = set()
+        for match in _PY_FROM.finditer(data):
+            module = self._python_absolute(match.group(1).decode("ascii", "replace"), path)
+            if module is None:
+                continue
+            wanted.add(module)
+            names = match.group(2).decode("utf-8", "replace").strip("()")
+            for item in names.replace("\n", ",").split(","):
+                name = item.strip().split(" ")[0]
+                if name.isidentifier():
+                    wanted.add(f"{module}.{name}" if module else name)
+        for match in _PY_IMPORT.finditer(data):
+            for item in match.group(1).decode("utf-8", "replace").split(","):
+                name = item.strip().split(" ")[0]
+                if name:
+                    wanted.add(name)
+        return wanted
+
+    def _python_table(self, path: str) -> dict[str, str]:
+        table = {}
+        for module in sorted(self._python_wanted(path)):
+            found = self._python_lookup(module, path)
+            if found is not None:
+                table[module] = found
+            elif module in self.py_reexports:
+                origin = self._python_origin(module, path)
+                if origin is not None:
+                    table["=" + module] = origin
+        return table
+
+    def _python_origin(self, name: str, importer: str) -> str | None:
+        """`pkg.f` that `pkg/__init__.py` re-exports → `pkg/impl.py#f` (a few hops)."""
+        for _ in range(HOPS):
+            source, member = self.py_reexports[name]
+            found = self._python_lookup(source, importer)
+            following = f"{source}.{member}"
+            if following not in self.py_reexports or following == name:
+                return None if found is None else f"{found}#{member}"
+            name = following
+        return None
+
+    # -- rust ------------------------------------------------------------------------------
+
+    def _rust_index(self) -> None:
+        roots = sorted(
+            p
+            for p in self.paths
+            if p == "src/lib.rs"
+            or p == "src/main.rs"
+            or p.endswith(("/src/lib.rs", "/src/main.rs"))
+        )
+        # One root per crate folder: lib.rs before main.rs.
+        self.crates: dict[str, str] = {}
+        for root in roots:
+            folder = root.rpartition("/")[0]
+            if folder not in self.crates or root.endswith("lib.rs"):
+                self.crates[folder] = root
+        self.crate_of: dict[str, str] = {}
+        self.crate_modules: dict[str, dict[str, str]] = defaultdict(dict)
+        for path in sorted(p for p, lang in self.languages.items() if lang == "rust"):
+            best = max(
+                (f for f in self.crates if path.startswith(f + "/") or not f), key=len, default=None
+            )
+            if best is None:
+                continue
+            root = self.crates[best]
+            module = module_of_path(path, root)
+            if module is None:
+                continue
+            self.crate_of[path] = root
+            key = "::".join(["crate", *module])
+            self.crate_modules[root].setdefault(key, path)
+        self.crate_reexports: dict[str, dict[str, str]] = {}
+        for root in self.crate_modules:
+            members = {p: self.files[p] for p, r in self.crate_of.items() if r == root}
+            self.crate_reexports[root] = rust_reexports(members, partial(_module_in, root))
+
+    def _words(self, path: str) -> frozenset[bytes]:
+        return frozenset(_WORD.findall(self.files[path]))
+
+    def _rust_table(self, path: str) -> dict[str, str]:
+        """The crate's module tree and re-exports, cut to the paths this file could name
+        (every segment of a key appears in the file or in its own module's path: a path it
+        uses has all of them)."""
+        root = self.crate_of.get(path)
+        if root is None:
+            return {}
+        # `super::x` and `self::x` name the file's own module without writing it.
+        own = module_of_path(path, root) or []
+        words = self._words(path) | {segment.encode() for segment in own}
+
+        def named(key: str) -> bool:
+            return all(s.encode() in words for s in key.lstrip("=").split("::")[1:])
+
+        modules = self.crate_modules[root]
+        table = {"@crate": root}
+        table.update((k, modules[k]) for k in sorted(modules) if k != "crate" and named(k))
+        reexports = self.crate_reexports.get(root, {})
+        pending = [k for k in sorted(reexports) if named(k)]
+        for _ in range(HOPS):  # what a kept re-export leads to: its modules, its chain
+            following = []
+            for key in pending:
+                table[key] = reexports[key]
+                parts = reexports[key].split("::")
+                for cut in range(2, len(parts) + 1):
+                    prefix = "::".join(parts[:cut])
+                    if prefix in modules:
+                        table[prefix] = modules[prefix]
+                    if "=" + prefix in reexports and "=" + prefix not in table:
+                        following.append("=" + prefix)
+            pending = following
+        return dict(sorted(table.items())[:MAX_TABLE])
+
+    # -- javascript / typescript -----------------------------------------------------------
+
+    def _js_table(self, path: str) -> dict[str, str]:
+        table = {}
+        for match in _JS_SPEC.finditer(self.files[path]):
+            specifier = match.group(1).decode("utf-8", "replace")
+            base = relative_target(specifier, path)
+            if base is None:
+                continue
+            for candidate in [base + s for s in _JS_SUFFIXES] + [base + s for s in _JS_INDEX]:
+                if candidate in self.paths:
+                    table[specifier] = candidate
+                    break
+        return table
+
+    # -- java ------------------------------------------------------------------------------
+
+    def _java_index(self) -> None:
+        self.java_classes: dict[str, str] = {}
+        self.java_package: dict[str, str] = {}
+        self.java_by_package: dict[str, list[str]] = defaultdict(list)
+        for path in sorted(p for p, lang in self.languages.items() if lang == "java"):
+            found = _JAVA_PACKAGE.search(self.files[path])
+            package = found.group(1).decode("ascii", "replace") if found else ""
+            simple = posixpath.basename(path)[: -len(".java")]
+            fqcn = f"{package}.{simple}" if package else simple
+            self.java_package[path] = package
+            self.java_classes.setdefault(fqcn, path)
+            self.java_by_package[package].append(fqcn)
+
+    def _java_table(self, path: str) -> dict[str, str]:
+        table = {}
+        package = self.java_package.get(path, "")
+        words = self._words(path)
+        for fqcn in self.java_by_package.get(package, []):
+            if fqcn.rpartition(".")[2].encode() in words:  # the file names that class
+                table[fqcn] = self.java_classes[fqcn]
+        for match in _JAVA_IMPORT.finditer(self.files[path]):
+            name = match.group(1).decode("ascii", "replace")
+            for candidate in (name, name.rpartition(".")[0]):  # a static import's class
+                if candidate in self.java_classes:
+                    table[candidate] = self.java_classes[candidate]
+        return table
+
+    # -- c / c++ ---------------------------------------------------------------------------
+
+    def _header_index(self) -> None:
+        self.by_suffix: dict[str, list[str]] = defaultdict(list)
+        for path in sorted(p for p, lang in self.languages.items() if lang in ("c", "cpp")):
+            parts = path.split("/")
+            for cut in range(len(parts)):
+                self.by_suffix["/".join(parts[cut:])].append(path)
+
+    def _c_table(self, path: str) -> dict[str, str]:
+        table = {}
+        folder = path.rpartition("/")[0]
+        for match in _INCLUDE.finditer(self.files[path]):
+            header = match.group(1).decode("utf-8", "replace")
+            candidates = [
+                posixpath.normpath(posixpath.join(folder, header)),
+                header,
+                f"include/{header}",
+            ]
+            found = next((c for c in candidates if c in self.paths), None)
+            if found is None and len(self.by_suffix.get(header, [])) == 1:
+                found = self.by_suffix[header][0]
+            if found is not None:
+                table[header] = found
+        return table
+
+    # -- per child -------------------------------------------------------------------------
+
+    def options_for(self, path: str) -> dict[str, object]:
+        """The layout options of one child: its `resolve` table and language facts."""
+        language = self.languages.get(path) or extension_language(path)
+        out: dict[str, object] = {}
+        if language == "python":
+            out["module"] = self.python_module(path)
+            table = self._python_table(path)
+        elif language == "rust":
+            table = self._rust_table(path)
+        elif language in ("javascript", "typescript", "tsx"):
+            table = self._js_table(path)
+        elif language == "java":
+            table = self._java_table(path)
+        elif language in ("c", "cpp"):
+            table = self._c_table(path)
+        else:
+            table = {}
+        out["resolve"] = dict(sorted(table.items()))
+        return out

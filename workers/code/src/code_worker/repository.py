@@ -1,0 +1,150 @@
+"""An archive's members → the repository: which files are source, which are skipped.
+
+The archive's paths lose a top folder every member shares (`git archive --prefix`,
+GitHub tarballs); then default excludes (vendored and generated trees, minified files),
+the archive's own `.gitignore` files and the `exclude` option drop paths, and the
+`include` option, when given, keeps only what it matches. All patterns are gitignore
+patterns (pathspec). A file whose extension names a language becomes a child job;
+manifests become PACKAGE nodes; everything else is counted.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import pathspec
+
+from .archive import Listing, Member
+from .languages import extension_language
+from .manifests import MANIFEST_NAMES, Package, parse_manifest
+
+__all__ = ["DEFAULT_EXCLUDES", "Repository", "plan_repository"]
+
+DEFAULT_EXCLUDES = (
+    ".git/",
+    ".hg/",
+    ".svn/",
+    "target/",
+    "node_modules/",
+    "dist/",
+    "build/",
+    "vendor/",
+    "__pycache__/",
+    ".venv/",
+    ".tox/",
+    "*.min.js",
+    "*.min.css",
+    "*.min.mjs",
+    "*-min.js",
+    "*.bundle.js",
+)
+_MINIFIED_LINE = 1000
+"""A .js/.css file whose average line is longer than this is minified, whatever its name."""
+
+
+@dataclass(slots=True)
+class Repository:
+    sources: list[Member] = field(default_factory=list)
+    languages: dict[str, str] = field(default_factory=dict)
+    packages: list[Package] = field(default_factory=list)
+    skipped: Counter[str] = field(default_factory=Counter)
+    bad_manifests: list[str] = field(default_factory=list)
+    go_modules: dict[str, str] = field(default_factory=dict)
+    crate_names: dict[str, str] = field(default_factory=dict)
+
+
+def _patterns(value: object) -> list[str]:
+    if isinstance(value, str):
+        return [p for p in value.split(",") if p.strip()]
+    if isinstance(value, Sequence):
+        return [p for p in value if isinstance(p, str) and p.strip()]
+    return []
+
+
+def _strip_top(members: list[Member]) -> list[Member]:
+    tops = {m.path.split("/", 1)[0] for m in members}
+    if len(tops) != 1 or any("/" not in m.path for m in members):
+        return members
+    cut = len(next(iter(tops))) + 1
+    return [Member(m.path[cut:], m.size, m.data) for m in members]
+
+
+def _gitignores(members: list[Member]) -> list[tuple[str, pathspec.GitIgnoreSpec]]:
+    specs = []
+    for member in members:
+        if member.path.rsplit("/", 1)[-1] != ".gitignore" or member.data is None:
+            continue
+        folder = member.path.rpartition("/")[0]
+        lines = member.data.decode("utf-8", errors="replace").splitlines()
+        specs.append((folder, pathspec.GitIgnoreSpec.from_lines(lines)))
+    return specs
+
+
+def _ignored(path: str, specs: list[tuple[str, pathspec.GitIgnoreSpec]]) -> bool:
+    for folder, spec in specs:
+        if folder and not path.startswith(folder + "/"):
+            continue
+        if spec.match_file(path[len(folder) + 1 :] if folder else path):
+            return True
+    return False
+
+
+def _minified(member: Member) -> bool:
+    if member.data is None or not member.path.endswith((".js", ".mjs", ".cjs", ".css")):
+        return False
+    lines = member.data.count(b"\n") + 1
+    return len(member.data) > 4096 and len(member.data) / lines > _MINIFIED_LINE
+
+
+def _manifest(repo: Repository, member: Member) -> None:
+    if member.data is None:
+        repo.bad_manifests.append(member.path)
+        return
+    try:
+        package = parse_manifest(member.path, member.data)
+    except (ValueError, UnicodeDecodeError):
+        repo.bad_manifests.append(member.path)
+        return
+    if package is None:
+        return
+    repo.packages.append(package)
+    folder = member.path.rpartition("/")[0]
+    if package.ecosystem == "go":
+        repo.go_modules[package.name] = folder
+    if package.ecosystem == "cargo":
+        repo.crate_names[folder] = package.name
+
+
+def plan_repository(listing: Listing, options: Mapping[str, object]) -> Repository:
+    """Sorts the archive's members into sources, manifests and skipped (with reasons)."""
+    repo = Repository(skipped=Counter(listing.skipped))
+    members = sorted(_strip_top(listing.members), key=lambda m: m.path)
+    defaults = [] if options.get("default_excludes") is False else list(DEFAULT_EXCLUDES)
+    excluded = pathspec.GitIgnoreSpec.from_lines([*defaults, *_patterns(options.get("exclude"))])
+    include = _patterns(options.get("include"))
+    included = pathspec.GitIgnoreSpec.from_lines(include) if include else None
+    ignores = [] if options.get("gitignore") is False else _gitignores(members)
+    for member in members:
+        if excluded.match_file(member.path):
+            repo.skipped["excluded"] += 1
+            continue
+        if _ignored(member.path, ignores):
+            repo.skipped["gitignored"] += 1
+            continue
+        if member.path.rsplit("/", 1)[-1] in MANIFEST_NAMES:
+            _manifest(repo, member)
+        if included is not None and not included.match_file(member.path):
+            repo.skipped["not_included"] += 1
+            continue
+        language = extension_language(member.path)
+        if language is None:
+            repo.skipped["not_source"] += 1
+            continue
+        if _minified(member):
+            repo.skipped["minified"] += 1
+            continue
+        repo.sources.append(member)
+        repo.languages[member.path] = language
+    return repo

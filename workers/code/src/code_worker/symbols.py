@@ -1,0 +1,307 @@
+"""The symbol engine: one parse, one query, definitions in scopes, calls resolved.
+
+Every language runs the same steps: its query (queries/<language>.scm) captures
+definitions (`@def.<LABEL>` + `@name`), scopes without a node of their own (`@scope`:
+a Rust impl block, a C++ namespace), imports (`@import`) and calls (`@call` with its
+`@callee`). Definitions nest by byte range; a qualified name joins the enclosing
+definitions' names with the language's separator. A call resolves, in this order, to a
+definition of this file visible from the call's scope, to a name an import bound (a
+symbol id in another file), or to the language's own rule (Go: another file of the same
+package); anything else is counted as unresolved, never guessed.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+
+from tree_sitter import Language, Node, Parser, Query, QueryCursor, Tree
+
+from .languages.base import Binding, CallForm, FileContext, ImportRef, Spec, Target, node_text
+
+__all__ = ["CallEdge", "Definition", "FileModel", "analyze", "parser_for"]
+
+CLASS_LIKE = frozenset({"CLASS", "STRUCT", "ENUM", "TRAIT", "INTERFACE"})
+
+
+@dataclass(eq=False, slots=True)
+class Definition:
+    """A symbol (label set) or a scope without a node (label None)."""
+
+    label: str | None
+    name: str
+    node: Node
+    name_node: Node
+    parent: Definition | None = None
+    qualname: str = ""
+    ordinal: int = 1
+    """1 for the first definition of a qualified name, 2, 3, … for later ones."""
+
+    @property
+    def key(self) -> str:
+        """The qualified name as ids spell it (`f~2` for the second `f` in one scope)."""
+        return self.qualname if self.ordinal == 1 else f"{self.qualname}~{self.ordinal}"
+
+
+@dataclass(frozen=True, slots=True)
+class CallEdge:
+    """A resolved call: from a definition (None: the file's top level) to a local
+    definition or to a symbol in another file."""
+
+    caller: Definition | None
+    local: Definition | None
+    target: Target | None
+
+
+@dataclass(slots=True)
+class FileModel:
+    definitions: list[Definition]
+    imports: list[ImportRef]
+    calls: list[CallEdge]
+    counts: Counter[str] = field(default_factory=Counter)
+    parse_errors: int = 0
+
+
+@cache
+def _language(spec: Spec) -> Language:
+    return Language(spec.language())
+
+
+@cache
+def _query(spec: Spec) -> Query:
+    text = resources.files("code_worker").joinpath("queries", spec.query_file).read_text()
+    return Query(_language(spec), text)
+
+
+def parser_for(spec: Spec) -> Parser:
+    return Parser(_language(spec))
+
+
+def _count_errors(tree: Tree) -> int:
+    if not tree.root_node.has_error:
+        return 0
+    errors = 0
+    stack = [tree.root_node]
+    while stack:
+        node = stack.pop()
+        if node.is_error or node.is_missing:
+            errors += 1
+            continue
+        if node.has_error:
+            stack.extend(node.children)
+    return errors
+
+
+def _scope_name(spec: Spec, node: Node, name_node: Node, source: bytes) -> str:
+    if spec.scope_name is not None:
+        return spec.scope_name(name_node, source)
+    return node_text(name_node, source)
+
+
+def _collect(
+    spec: Spec, tree: Tree, source: bytes
+) -> tuple[list[Definition], list[Node], list[tuple[Node, Node]]]:
+    defs: dict[tuple[int, int], Definition] = {}
+    imports: list[Node] = []
+    calls: list[tuple[Node, Node]] = []
+    for _pattern, captures in QueryCursor(_query(spec)).matches(tree.root_node):
+        if "import" in captures:
+            imports.append(captures["import"][0])
+            continue
+        if "call" in captures:
+            callee = captures.get("callee", captures["call"])[0]
+            calls.append((captures["call"][0], callee))
+            continue
+        name_node = captures["name"][0]
+        for capture, nodes in captures.items():
+            if capture == "scope" or capture.startswith("def."):
+                node = nodes[0]
+                label = None if capture == "scope" else capture[4:]
+                name = (
+                    _scope_name(spec, node, name_node, source)
+                    if label is None
+                    else node_text(name_node, source)
+                )
+                defs.setdefault(
+                    (node.start_byte, -node.end_byte), Definition(label, name, node, name_node)
+                )
+    ordered = [defs[key] for key in sorted(defs)]
+    imports.sort(key=lambda n: n.start_byte)
+    calls.sort(key=lambda pair: (pair[0].start_byte, pair[0].end_byte))
+    return ordered, imports, calls
+
+
+def _nest(spec: Spec, ordered: list[Definition], source: bytes) -> None:
+    """Parents by byte range, qualified names, METHOD for functions in type scopes."""
+    stack: list[Definition] = []
+    seen: Counter[str] = Counter()
+    sep = spec.separator
+    for definition in ordered:
+        while stack and stack[-1].node.end_byte <= definition.node.start_byte:
+            stack.pop()
+        parent = stack[-1] if stack else None
+        definition.parent = parent
+        written = definition.name
+        owner = None if spec.owner is None else spec.owner(definition.node, source)
+        if sep in written and definition.label is not None:  # `void ns::C::m()`
+            owner, definition.name = written.rsplit(sep, 1)
+        prefix = parent.qualname + sep if parent is not None else ""
+        if owner:
+            prefix += owner + sep
+        definition.qualname = prefix + definition.name
+        seen[definition.qualname] += 1
+        definition.ordinal = seen[definition.qualname]
+        stack.append(definition)
+    types = {d.qualname for d in ordered if d.label in CLASS_LIKE}
+    for definition in ordered:
+        if definition.label != "FUNCTION":
+            continue
+        parent = definition.parent
+        in_type = parent is not None and (
+            parent.label in CLASS_LIKE or (parent.label is None and spec.scope_is_type)
+        )
+        owner = definition.qualname.rpartition(sep)[0]
+        if in_type or (owner and owner in types and (parent is None or parent.qualname != owner)):
+            definition.label = "METHOD"
+
+
+def _sweep(
+    ordered: list[Definition], calls: list[tuple[Node, Node]]
+) -> Iterator[tuple[Node, Node, Definition | None]]:
+    """Each call with the innermost definition or scope around it (one pass, both sorted)."""
+    stack: list[Definition] = []
+    index = 0
+    for call, callee in calls:
+        while index < len(ordered) and ordered[index].node.start_byte <= call.start_byte:
+            definition = ordered[index]
+            while stack and stack[-1].node.end_byte <= definition.node.start_byte:
+                stack.pop()
+            stack.append(definition)
+            index += 1
+        while stack and stack[-1].node.end_byte < call.end_byte:
+            stack.pop()
+        yield call, callee, (stack[-1] if stack else None)
+
+
+class _Resolver:
+    def __init__(
+        self, spec: Spec, ctx: FileContext, defs: list[Definition], imports: list[ImportRef]
+    ) -> None:
+        self.spec = spec
+        self.ctx = ctx
+        self.index: dict[str, list[Definition]] = {}
+        for definition in defs:
+            self.index.setdefault(definition.qualname, []).append(definition)
+        self.bindings: dict[str, Binding] = {}
+        for ref in imports:
+            for binding in ref.bindings:
+                self.bindings.setdefault(binding.name, binding)
+
+    def lookup(self, qualname: str) -> Definition | bool | None:
+        """The one symbol of that name (False when two or more compete)."""
+        found = [d for d in self.index.get(qualname, ()) if d.label is not None]
+        if len(found) > 1:
+            return False
+        return found[0] if found else None
+
+    def _scopes(self, scope: Definition | None) -> Iterator[str]:
+        sep = self.spec.separator
+        while scope is not None:
+            is_type = scope.label in CLASS_LIKE or (scope.label is None and self.spec.scope_is_type)
+            visible = not is_type
+            if visible or self.spec.members_visible_bare:
+                yield scope.qualname + sep
+            if self.spec.module_barrier and scope.label == "MODULE":
+                return
+            scope = scope.parent
+        yield ""
+
+    def _class_of(self, scope: Definition | None) -> str | None:
+        """The qualified name of the type a `self.m()` inside `scope` refers to."""
+        sep = self.spec.separator
+        while scope is not None:
+            if scope.label in CLASS_LIKE or (scope.label is None and self.spec.scope_is_type):
+                return scope.qualname
+            parent = scope.parent
+            if scope.label == "METHOD" and (parent is None or parent.label not in CLASS_LIKE):
+                owner = scope.qualname.rpartition(sep)[0]
+                if owner and (parent is None or parent.qualname != owner):
+                    return owner
+            scope = parent
+        return None
+
+    def resolve(
+        self, call: CallForm, scope: Definition | None
+    ) -> Definition | Target | bool | None:
+        sep = self.spec.separator
+        if call.kind == "bare":
+            for prefix in self._scopes(scope):
+                found = self.lookup(prefix + call.name)
+                if found is not None:
+                    return found
+            binding = self.bindings.get(call.name)
+            if binding is not None:
+                return binding.target if binding.target.member is not None else None
+        elif call.kind == "self":
+            owner = self._class_of(scope)
+            return None if owner is None else self.lookup(owner + sep + call.name)
+        else:
+            qualified = self._qualified(call, scope)
+            if qualified is not None:
+                return qualified
+        if self.spec.fallback is not None:
+            return self.spec.fallback(call, self.ctx)
+        return None
+
+    def _qualified(
+        self, call: CallForm, scope: Definition | None
+    ) -> Definition | Target | bool | None:
+        sep = self.spec.separator
+        written = sep.join(call.receiver)
+        for prefix in self._scopes(scope) if self.spec.members_visible_bare else ("",):
+            found = self.lookup(prefix + written + sep + call.name)
+            if found is not None:
+                return found
+        if self.lookup(written) is not None:
+            return None  # a local type without that member: nothing to guess
+        for cut in range(len(call.receiver), 0, -1):
+            binding = self.bindings.get(sep.join(call.receiver[:cut]))
+            if binding is None:
+                continue
+            rest = [*call.receiver[cut:], call.name]
+            target = binding.target
+            member = sep.join([target.member, *rest] if target.member else rest)
+            return Target(target.path, member)
+        return None
+
+
+def analyze(spec: Spec, ctx: FileContext) -> FileModel:
+    """Parses `ctx.source` and resolves what it defines, imports and calls."""
+    tree = parser_for(spec).parse(ctx.source)
+    ordered, import_nodes, call_nodes = _collect(spec, tree, ctx.source)
+    if spec.prepare is not None:
+        spec.prepare(tree.root_node, ctx)
+    _nest(spec, ordered, ctx.source)
+    imports = [ref for node in import_nodes for ref in spec.imports(node, ctx)]
+    resolver = _Resolver(spec, ctx, ordered, imports)
+    model = FileModel([d for d in ordered if d.label is not None], imports, [])
+    model.parse_errors = _count_errors(tree)
+    for call_node, callee_node, around in _sweep(ordered, call_nodes):
+        model.counts["calls"] += 1
+        caller = around
+        while caller is not None and caller.label is None:
+            caller = caller.parent
+        form = spec.callee(call_node, callee_node, ctx)
+        found = None if form is None else resolver.resolve(form, around)
+        if isinstance(found, Definition):
+            model.calls.append(CallEdge(caller, found, None))
+            model.counts["calls_local"] += 1
+        elif isinstance(found, Target):
+            model.calls.append(CallEdge(caller, None, found))
+            model.counts["calls_cross_file"] += 1
+        else:
+            model.counts["calls_unresolved"] += 1
+    return model

@@ -1,0 +1,264 @@
+"""Archives through the real handler: the fan-out, the filters, the resolve tables, and
+hostile archives made here (bomb, traversal, links, devices, 100,000 entries, truncated)
+→ typed outcomes, with nothing written outside the worker's temporary directory."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import os
+import stat
+import tarfile
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from code_worker.archive_handler import handle_archive
+from workers_common import InvalidInput, TooLarge
+from workers_common.conformance import check_submissions, run_handler
+
+from code_corpus import PY_REPO, RUST_REPO, tar_gz, zip_bytes
+
+
+def _run(tmp_path: Path, name: str, data: bytes, **options: Any) -> list[dict[str, Any]]:
+    path = tmp_path / name
+    path.write_bytes(data)
+    subs = run_handler(handle_archive, path, format="code-archive", options=options)
+    check_submissions(subs)
+    return [json.loads(raw) for raw in subs]
+
+
+def _repository(subs: list[dict[str, Any]]) -> dict[str, Any]:
+    props: dict[str, Any] = subs[0]["nodes"][0]["properties"]
+    return props
+
+
+def _children(subs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {c["options"]["path"]: c for s in subs for c in s.get("childJobs", [])}
+
+
+def test_a_repository_fans_out_one_child_per_source_file(tmp_path: Path) -> None:
+    subs = _run(tmp_path, "mini_py.tar.gz", tar_gz(PY_REPO, prefix="mini_py-1.0/"))
+    repo = _repository(subs)
+    assert (repo["root"], repo["files"], repo["languages"]) == ("mini_py", 5, {"python": 5})
+    tests = _children(subs)["tests/test_core.py"]["options"]["resolve"]
+    assert tests["=mini.yell"] == "mini/text.py#shout"  # mini/__init__.py re-exports it
+    children = _children(subs)
+    assert sorted(children) == [
+        "mini/__init__.py",
+        "mini/core.py",
+        "mini/numbers.py",
+        "mini/text.py",
+        "tests/test_core.py",
+    ]  # the shared top folder mini_py-1.0/ is gone
+    core = children["mini/core.py"]
+    import blake3
+
+    digest = blake3.blake3(PY_REPO["mini/core.py"]).hexdigest()
+    assert core["name"] == f"code:mini_py/mini/core.py@{digest}"
+    assert core["options"]["module"] == "mini.core"
+    # What core.py imports, as the line scan found it and the archive's files place it.
+    assert core["options"]["resolve"] == {
+        "mini": "mini/__init__.py",
+        "mini.numbers": "mini/numbers.py",
+        "mini.text": "mini/text.py",
+    }
+    packages = [n for s in subs for n in s["nodes"] if n["labels"] == ["PACKAGE"]]
+    assert [p["id"] for p in packages] == ["code:pkg:pypi/mini-py"]
+    deps = [r["toId"] for r in subs[0]["relationships"] if r["type"] == "DEPENDS_ON"]
+    assert deps == ["code:pkg:pypi/requests"]
+    contains = {r.get("toId") for s in subs for r in s["relationships"] if r["type"] == "CONTAINS"}
+    assert "code:file:mini_py/mini/core.py" in contains
+
+
+def test_rust_children_get_their_crate_module_tree(tmp_path: Path) -> None:
+    subs = _run(tmp_path, "mini-rs.zip", zip_bytes(RUST_REPO))
+    lib = _children(subs)["src/lib.rs"]["options"]
+    assert lib["crate"] == "mini-rs"
+    assert lib["resolve"] == {
+        "=crate::Circle": "crate::shapes::Circle",  # lib.rs's `pub use`
+        "@crate": "src/lib.rs",
+        "crate::extra": "src/extra.rs",
+        "crate::shapes": "src/shapes.rs",
+        "crate::util": "src/util/mod.rs",
+    }
+    packages = [n["id"] for s in subs for n in s["nodes"] if n["labels"] == ["PACKAGE"]]
+    assert packages == ["code:pkg:cargo/mini-rs"]
+
+
+def test_default_excludes_gitignore_include_and_exclude(tmp_path: Path) -> None:
+    files = {
+        ".gitignore": b"generated/\n*.pb.go\n!keep.pb.go\n",
+        "src/a.py": b"x = 1\n",
+        "src/keep.pb.go": b"package p\n",
+        "src/drop.pb.go": b"package p\n",
+        "generated/g.py": b"y = 1\n",
+        "node_modules/lib/index.js": b"z\n",
+        "target/debug/build.rs": b"fn main() {}\n",
+        "web/app.min.js": b"var a=1;\n",
+        "web/app.js": b"export function f() {}\n",
+        "docs/readme.md": b"# hi\n",
+        "tests/t.py": b"z = 1\n",
+    }
+    subs = _run(tmp_path, "r.zip", zip_bytes(files))
+    assert sorted(_children(subs)) == ["src/a.py", "src/keep.pb.go", "tests/t.py", "web/app.js"]
+    skipped = _repository(subs)["skipped"]
+    assert skipped == {"excluded": 3, "gitignored": 2, "not_source": 2}
+    narrowed = _run(tmp_path, "r.zip", zip_bytes(files), include=["src/"], exclude="*.go")
+    assert sorted(_children(narrowed)) == ["src/a.py"]
+
+
+def test_an_oversize_file_becomes_a_too_large_child(tmp_path: Path) -> None:
+    subs = _run(
+        tmp_path,
+        "r.tar.gz",
+        tar_gz({"a.py": b"x = 1\n", "big.py": b"#" * 5000}),
+        max_file_bytes=1000,
+    )
+    big = _children(subs)["big.py"]
+    assert "contentB64" not in big
+    assert big["options"]["oversize"] == {"bytes": 5000, "limit": 1000, "what": "max_file_bytes"}
+    assert _repository(subs)["too_large_files"] == 1
+
+
+def _tar(members: list[tuple[tarfile.TarInfo, bytes | None]], *, gz: bool = True) -> bytes:
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w") as archive:
+        for info, data in members:
+            archive.addfile(info, io.BytesIO(data) if data is not None else None)
+    return gzip.compress(out.getvalue(), mtime=0) if gz else out.getvalue()
+
+
+def _info(
+    name: str, kind: bytes = tarfile.REGTYPE, size: int = 0, link: str = ""
+) -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.type, info.size, info.linkname = kind, size, link
+    return info
+
+
+def test_hostile_tar_members_are_skipped_and_counted(tmp_path: Path) -> None:
+    ok = b"def f():\n    return 1\n"
+    data = _tar(
+        [
+            (_info("ok.py", size=len(ok)), ok),
+            (_info("../../escape.py", size=len(ok)), ok),
+            (_info("/etc/abs.py", size=len(ok)), ok),
+            (_info("C:/win.py", size=len(ok)), ok),
+            (_info("link.py", tarfile.SYMTYPE, link="/etc/passwd"), None),
+            (_info("hard.py", tarfile.LNKTYPE, link="ok.py"), None),
+            (_info("dev.py", tarfile.CHRTYPE), None),
+            (_info("fifo.py", tarfile.FIFOTYPE), None),
+            (_info("inner.zip", size=4), b"PK\x05\x06"),
+            (_info("ok.py", size=len(ok)), ok),
+        ]
+    )
+    before = sorted(os.listdir(tmp_path.parent))
+    subs = _run(tmp_path, "evil.tar.gz", data)
+    assert sorted(_children(subs)) == ["ok.py"]
+    assert _repository(subs)["skipped"] == {
+        "absolute_path": 1,
+        "device": 2,
+        "drive_letter": 1,
+        "duplicate_path": 1,
+        "hardlink": 1,
+        "nested_archive": 1,
+        "path_traversal": 1,
+        "symlink": 1,
+    }
+    assert sorted(os.listdir(tmp_path.parent)) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["evil.tar.gz"]  # nothing extracted
+
+
+def test_hostile_zip_members_are_skipped_and_counted(tmp_path: Path) -> None:
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as archive:
+        archive.writestr("ok.py", "x = 1\n")
+        archive.writestr("../up.py", "x = 1\n")
+        archive.writestr("..\\win\\up.py", "x = 1\n")
+        link = zipfile.ZipInfo("link.py")
+        link.external_attr = (stat.S_IFLNK | 0o777) << 16
+        archive.writestr(link, "/etc/passwd")
+    subs = _run(tmp_path, "evil.zip", out.getvalue())
+    assert sorted(_children(subs)) == ["ok.py"]
+    assert _repository(subs)["skipped"] == {"path_traversal": 2, "symlink": 1}
+
+
+def test_a_zip_bomb_is_too_large_before_anything_is_inflated(tmp_path: Path) -> None:
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        for i in range(3):
+            archive.writestr(f"zeros{i}.py", b"\0" * (100 * 1024 * 1024))
+    assert len(out.getvalue()) < 1024 * 1024
+    path = tmp_path / "bomb.zip"
+    path.write_bytes(out.getvalue())
+    with pytest.raises(TooLarge, match="decompression bomb"):
+        run_handler(handle_archive, path, format="code-archive")
+
+
+def test_a_tar_bomb_is_too_large(tmp_path: Path) -> None:
+    # A header that declares 10 GiB, followed by only 1 MiB: refused at the header.
+    huge = _info("huge.py", size=10 * 1024**3)
+    data = gzip.compress(huge.tobuf(format=tarfile.GNU_FORMAT) + b"\0" * (1024 * 1024))
+    path = tmp_path / "bomb.tar.gz"
+    path.write_bytes(data)
+    with pytest.raises(TooLarge, match="max_total_bytes"):
+        run_handler(handle_archive, path, format="code-archive")
+
+
+def test_too_many_entries_is_too_large(tmp_path: Path) -> None:
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as archive:
+        for i in range(100_000):
+            archive.writestr(f"f{i}.py", b"")
+    path = tmp_path / "many.zip"
+    path.write_bytes(out.getvalue())
+    with pytest.raises(TooLarge, match="max_entries=50000"):
+        run_handler(handle_archive, path, format="code-archive")
+
+
+@pytest.mark.parametrize("kind", ["zip", "tar.gz", "tar"])
+def test_a_truncated_archive_is_invalid_input(kind: str, tmp_path: Path) -> None:
+    files = {f"m{i}.py": (f"def f{i}():\n    return {i}\n" * 200).encode() for i in range(5)}
+    if kind == "zip":
+        data = zip_bytes(files)
+    elif kind == "tar.gz":
+        data = tar_gz(files)
+    else:
+        data = _tar([(_info(n, size=len(d)), d) for n, d in sorted(files.items())], gz=False)
+    path = tmp_path / f"cut.{kind}"
+    path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(InvalidInput):
+        run_handler(handle_archive, path, format="code-archive")
+
+
+def test_not_an_archive_is_invalid_input(tmp_path: Path) -> None:
+    path = tmp_path / "fake.zip"
+    path.write_bytes(b"just some text, no archive here\n" * 40)
+    with pytest.raises(InvalidInput, match="not a zip or tar"):
+        run_handler(handle_archive, path, format="code-archive")
+
+
+def test_many_files_are_split_into_partials(tmp_path: Path) -> None:
+    files = {f"pkg/m{i:04}.py": f"def f{i}():\n    return {i}\n".encode() for i in range(4500)}
+    subs = _run(tmp_path, "many.zip", zip_bytes(files))
+    counts = [len(s.get("childJobs", [])) for s in subs]
+    assert counts == [0, 2000, 2000, 500, 0]
+    assert subs[-1]["partial"] is False
+
+
+def test_partials_stay_under_the_submission_size_limit(tmp_path: Path) -> None:
+    """30 files of 1 MiB: their base64 and options fill partials of at most 24 MiB, far
+    under the core's 64 MiB per submission."""
+    files = {f"big{i:02}.py": (f"x{i} = 1\n" * 150_000)[: 1 << 20].encode() for i in range(30)}
+    path = tmp_path / "big.zip"
+    path.write_bytes(zip_bytes(files))
+    raws = run_handler(handle_archive, path, format="code-archive")
+    sizes = [len(raw) for raw in raws]
+    assert max(sizes) < 26 * 1024 * 1024
+    counts = [len(json.loads(raw).get("childJobs", [])) for raw in raws]
+    assert sum(counts) == 30
+    assert len([c for c in counts if c]) == 2  # 40 MiB of base64 in two partials

@@ -1,0 +1,184 @@
+"""Golden projections, one per language, through the conformance kit (a real handler run
+with the kit's stand-in core); determinism across processes, TZ, locale and hash seed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from code_worker import handle
+from workers_common.conformance import check_determinism, run_handler
+from workers_common.pytest_plugin import GoldenDir
+
+from code_corpus import LANGUAGE_FILES, Fixture
+
+
+def _write(tmp_path: Path, fixture: Fixture) -> Path:
+    path = tmp_path / fixture.filename.rsplit("/", 1)[-1]
+    path.write_text(fixture.text)
+    return path
+
+
+def _project(tmp_path: Path, fixture: Fixture) -> tuple[list[bytes], dict[str, Any]]:
+    subs = run_handler(handle, _write(tmp_path, fixture), format="code", options=fixture.options)
+    return subs, json.loads(subs[0])
+
+
+@pytest.mark.parametrize("language", sorted(LANGUAGE_FILES))
+def test_golden(language: str, tmp_path: Path, golden: GoldenDir) -> None:
+    subs, _ = _project(tmp_path, LANGUAGE_FILES[language])
+    golden.check(language, subs)
+
+
+def _by_id(sub: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {n["id"]: n for n in sub["nodes"]}
+
+
+def _calls(sub: dict[str, Any]) -> set[tuple[str, str]]:
+    ids = [n["id"] for n in sub["nodes"]]
+    return {
+        (ids[r["fromRef"]], r.get("toId") or ids[r["toRef"]])
+        for r in sub["relationships"]
+        if r["type"] == "CALLS"
+    }
+
+
+def test_python_calls_resolve_by_scope_and_by_import(tmp_path: Path) -> None:
+    _, sub = _project(tmp_path, LANGUAGE_FILES["python"])
+    sym = "code:sym:demo/pkg/shapes.py#"
+    calls = _calls(sub)
+    assert (sym + "Square.__init__", "code:sym:demo/pkg/util.py#clamp") in calls  # alias c
+    assert (sym + "Square.describe", sym + "Square.area") in calls  # self.area()
+    assert (sym + "Square.describe", "code:sym:demo/pkg/util.py#helper") in calls
+    assert (sym + "_total", sym + "_total.one") in calls  # nested definition
+    nodes = _by_id(sub)
+    assert nodes[sym + "_total~2"]["labels"] == ["FUNCTION"]  # a second `def _total`
+    assert nodes[sym + "Square.area"]["labels"] == ["METHOD"]
+    assert nodes[sym + "Square"]["properties"]["doc"] == "A square."
+    file_props = nodes["code:file:demo/pkg/shapes.py"]["properties"]
+    # missing() and math.floor() (a module outside the repository) resolve to nothing.
+    assert file_props["calls_unresolved"] >= 2
+    assert file_props["parse_errors"] == 0
+
+
+def test_rust_module_impl_and_use_paths(tmp_path: Path) -> None:
+    _, sub = _project(tmp_path, LANGUAGE_FILES["rust"])
+    sym = "code:sym:demo/src/lib.rs#"
+    nodes = _by_id(sub)
+    assert nodes[sym + "crate"]["labels"] == ["MODULE"]
+    assert nodes[sym + "geometry"]["labels"] == ["MODULE"]
+    assert nodes[sym + "Point::new"]["labels"] == ["METHOD"]
+    assert nodes[sym + "Point::moved"]["properties"]["visibility"] == "pub(crate)"
+    calls = _calls(sub)
+    assert (sym + "Point::new", sym + "Point::check") in calls  # Self::check
+    assert (sym + "Point::new", "code:sym:demo/src/util.rs#clamp") in calls
+    assert (sym + "Point::moved", sym + "geometry::origin") in calls
+    assert (sym + "Point::moved", "code:sym:demo/src/util.rs#Scale::factor") in calls
+    assert (sym + "geometry::origin", sym + "geometry::zero") in calls
+    assert (sym + "run", "code:sym:demo/src/util.rs#log") in calls  # crate::util::log()
+    imports = {r["toId"] for r in sub["relationships"] if r["type"] == "IMPORTS"}
+    assert imports == {"code:file:demo/src/util.rs"}  # `mod util;`
+
+
+def test_go_symbols_are_keyed_by_package_directory(tmp_path: Path) -> None:
+    _, sub = _project(tmp_path, LANGUAGE_FILES["go"])
+    calls = _calls(sub)
+    assert ("code:sym:demo/server#Server.Run", "code:sym:demo/server#Server.stop") in calls
+    assert ("code:sym:demo/server#Server.Run", "code:sym:demo/util#Help") in calls
+    # helper() is nothing of this file: by Go's rules another file of the package.
+    assert ("code:sym:demo/server#Server.Run", "code:sym:demo/server#helper") in calls
+    assert "code:sym:demo/server#init~2" in _by_id(sub)
+
+
+def test_java_imports_and_same_package_classes(tmp_path: Path) -> None:
+    _, sub = _project(tmp_path, LANGUAGE_FILES["java"])
+    sym = "code:sym:demo/src/com/ex/App.java#"
+    calls = _calls(sub)
+    assert (sym + "App.init", "code:sym:demo/src/com/ex/util/Helper.java#Helper.assist") in calls
+    assert (sym + "App.init", "code:sym:demo/src/com/ex/util/Tools.java#Tools.max") in calls
+    assert (sym + "App.init", "code:sym:demo/src/com/ex/Other.java#Other.ping") in calls
+    assert (sym + "App.App", sym + "App.init") in calls  # a bare call finds the method
+    # run() is overloaded: this.run() has two candidates and is not guessed.
+    assert not any(caller == sym + "App.init" and "run" in callee for caller, callee in calls)
+
+
+def test_unknown_language_is_a_file_without_symbols(tmp_path: Path) -> None:
+    path = tmp_path / "tool.rb"
+    path.write_text("def hello\n  puts 'hi'\nend\n")
+    [raw] = run_handler(handle, path, format="code", name=str(path))  # as `telha ingest` names it
+    sub = json.loads(raw)
+    [node] = sub["nodes"]
+    assert node["labels"] == ["FILE"]
+    assert node["properties"]["language"] == "rb"
+    assert node["id"] == f"code:file:{tmp_path.name}/tool.rb"  # root: the folder's name
+
+
+def test_language_option_overrides_the_file_name(tmp_path: Path) -> None:
+    path = tmp_path / "script"
+    path.write_text("def f():\n    return g()\n\ndef g():\n    return 1\n")
+    [raw] = run_handler(handle, path, format="code", options={"language": "python"})
+    labels = sorted(label for n in json.loads(raw)["nodes"] for label in n["labels"])
+    assert labels == ["FILE", "FUNCTION", "FUNCTION"]
+
+
+def test_undecodable_bytes_are_replaced_and_counted(tmp_path: Path) -> None:
+    path = tmp_path / "latin.py"
+    path.write_bytes(b"# caf\xe9\ndef f():\n    return '\xff\xfe'\n")
+    [raw] = run_handler(handle, path, format="code")
+    sub = json.loads(raw)
+    assert sub["nodes"][0]["properties"]["replaced_bytes"] == 3  # \xe9, \xff, \xfe
+    assert "\ufffd" in sub["canonicalText"]
+    assert [n["properties"]["name"] for n in sub["nodes"][1:]] == ["f"]
+
+
+def test_syntax_errors_are_counted_not_fatal(tmp_path: Path) -> None:
+    path = tmp_path / "broken.py"
+    path.write_text("def ok():\n    return 1\n\ndef broken(:\n    pass\n")
+    [raw] = run_handler(handle, path, format="code")
+    props = json.loads(raw)["nodes"][0]["properties"]
+    assert props["parse_errors"] >= 1
+
+
+def test_binary_and_oversize_files_fail_typed(tmp_path: Path) -> None:
+    from workers_common import TooLarge, Unsupported
+
+    binary = tmp_path / "blob.c"
+    binary.write_bytes(b"\x7fELF\x00\x00\x01")
+    with pytest.raises(Unsupported, match="binary"):
+        run_handler(handle, binary, format="code")
+    big = tmp_path / "big.py"
+    big.write_text("x = 1\n" * 100)
+    with pytest.raises(TooLarge, match="max_file_bytes=100"):
+        run_handler(handle, big, format="code", options={"max_file_bytes": 100})
+
+
+def test_empty_file_is_a_file_node(tmp_path: Path) -> None:
+    path = tmp_path / "empty.go"
+    path.write_bytes(b"")
+    [raw] = run_handler(handle, path, format="code")
+    sub = json.loads(raw)
+    assert [n["labels"] for n in sub["nodes"]] == [["FILE"]]
+    assert sub["nodes"][0]["properties"]["lines"] == 0
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("language", ["python", "rust", "go"])
+def test_determinism_across_processes(language: str, tmp_path: Path) -> None:
+    fixture = LANGUAGE_FILES[language]
+    check_determinism(
+        "code_worker:handle", _write(tmp_path, fixture), format="code", options=fixture.options
+    )
+
+
+def test_a_file_with_more_definitions_than_a_submission_carries_is_too_large(
+    tmp_path: Path,
+) -> None:
+    from workers_common import TooLarge
+
+    path = tmp_path / "generated.py"
+    path.write_text("".join(f"def f{i}(): pass\n" for i in range(100_001)))
+    with pytest.raises(TooLarge, match="100003 nodes"):
+        run_handler(handle, path, format="code")
