@@ -17,9 +17,24 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from web_worker.handler import WebWorker
 from workers_common import Job
+from workers_common.driver import drive
+from workers_common.rpc import Submitted
 
-__all__ = ["Answer", "Seen", "Site", "html_page", "serve", "url_job"]
+__all__ = [
+    "LOOPBACK_ONLY",
+    "Answer",
+    "Seen",
+    "Site",
+    "html_page",
+    "make_worker",
+    "serve",
+    "url_job",
+]
+
+LOOPBACK_ONLY = {"WEB_ALLOW_NETS": "127.0.0.1/32"}
+"""The tests' guard: only the local server's address, not the rest of loopback."""
 
 
 @dataclass(frozen=True)
@@ -80,7 +95,8 @@ def _handler(site: Site) -> type[BaseHTTPRequestHandler]:
 
         def do_GET(self) -> None:
             with site.lock:
-                site.seen.append(Seen(self.path, dict(self.headers), time.monotonic()))
+                headers = {k.lower(): v for k, v in self.headers.items()}
+                site.seen.append(Seen(self.path, headers, time.monotonic()))
             answer = site.answer(self.path)
             if answer.delay_s:
                 time.sleep(answer.delay_s)
@@ -167,3 +183,38 @@ def url_job(url: str, name: str | None = None, **options: Any) -> Job:
         attempt=1,
         url=url,
     )
+
+
+def make_worker(tmp_path: Path, **env: str) -> WebWorker:
+    """A worker allowed to reach 127.0.0.1 only, its politeness state under `tmp_path`."""
+    environ = {**LOOPBACK_ONLY, "WEB_STATE_DIR": str(tmp_path / "state"), **env}
+    return WebWorker(environ)
+
+
+def run_url(worker: WebWorker, url: str, **options: Any) -> list[bytes]:
+    """The submissions of one URL job, driven as the consumer drives it (no core)."""
+    submitted: list[bytes] = []
+
+    def accept(result_json: bytes) -> Submitted:
+        submitted.append(result_json)
+        return Submitted(accepted=True, node_ids=[], reason="")
+
+    drive(worker.handle, url_job(url, **options), accept)
+    return submitted
+
+
+def with_base(
+    submissions: list[bytes], base: str, stand_in: str = "http://site.test"
+) -> list[bytes]:
+    """The submissions with the server's random port replaced, for golden files (URLs are
+    in properties only, never in the canonical text, so no offset moves)."""
+    return [s.replace(base.encode(), stand_in.encode()) for s in submissions]
+
+
+def determinism_handler(job: Job) -> bytes:
+    """For check_determinism: the job's file holds a URL; fetch and project it."""
+    worker = WebWorker()
+    try:
+        return worker.handle(url_job(job.read_text().strip(), crawl_delay_ms=0))
+    finally:
+        worker.close()

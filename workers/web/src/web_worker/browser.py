@@ -25,7 +25,7 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -60,9 +60,11 @@ _START_TIMEOUT_S = 20.0
 T = TypeVar("T")
 
 
-def find_chromium() -> str | None:
-    """The Chromium to run: `WEB_CHROMIUM`, else `chromium` on PATH, else /usr/bin/chromium."""
-    configured = os.environ.get(CHROMIUM_ENV)
+def find_chromium(environ: Mapping[str, str] = os.environ) -> str | None:
+    """The Chromium to run: `WEB_CHROMIUM` (empty: rendering off), else `chromium` on PATH."""
+    if CHROMIUM_ENV in environ and not environ[CHROMIUM_ENV]:
+        return None
+    configured = environ.get(CHROMIUM_ENV)
     if configured:
         return configured if os.access(configured, os.X_OK) else None
     return shutil.which("chromium") or shutil.which("chromium-browser")

@@ -27,6 +27,8 @@ _BOMS = (
 )
 _PREFIX = 64 * 1024
 _META_WINDOW = 4096
+_WESTERN = frozenset({"cp1252", "latin_1", "iso8859_15"})
+_TIE = 0.15
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,8 +68,23 @@ def _meta(body: bytes) -> str | None:
 
 
 def _detect(body: bytes) -> str | None:
-    best = from_bytes(body[:_PREFIX]).best()
-    return _codec(best.encoding) if best is not None else None
+    prefix = body[:_PREFIX]
+    try:
+        prefix.decode("utf-8")
+        return "utf-8"
+    except UnicodeDecodeError as err:
+        if err.start >= len(prefix) - 3:  # only a character cut by the prefix's end
+            return "utf-8"
+    matches = list(from_bytes(prefix))
+    if not matches:
+        return None
+    best = matches[0]
+    # Latin text fits several single-byte code pages almost equally well; windows-1252
+    # is the web's legacy default (WHATWG), so it wins when it is nearly as good.
+    for match in matches:
+        if match.encoding in _WESTERN and match.chaos <= best.chaos + _TIE:
+            return "cp1252"
+    return _codec(best.encoding)
 
 
 def decode_html(body: bytes, content_type: str = "") -> Decoded:

@@ -160,9 +160,10 @@ def _heading_level(rend: str) -> int:
 
 def _trafilatura_blocks(html: str, url: str, limit_s: float) -> tuple[Block, ...]:
     with _time_limit(limit_s):
+        # No `url`: given one, trafilatura resolves links against the site's root, not the
+        # page (`rel/x` on /a/b becomes /rel/x); they are resolved here, against `url`.
         document = trafilatura.bare_extraction(
             html,
-            url=url,
             include_links=True,
             include_tables=True,
             include_comments=False,

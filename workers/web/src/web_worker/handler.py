@@ -21,6 +21,7 @@ import atexit
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from playwright.async_api import Error as PlaywrightError
@@ -35,7 +36,7 @@ from .fetch import Fetcher, Response, StatusFailure, check_status
 from .guard import Guard
 from .htmlscan import needs_render, parse
 from .options import Settings, settings_from
-from .polite import HostSlots
+from .polite import STATE_DIR_ENV, HostSlots, default_state_dir
 from .projection import PageFacts, project_page, project_routed
 from .render import Rendered, render_page
 from .robots import ROBOTS_LIMITS, Robots, RobotsCache
@@ -70,9 +71,10 @@ class WebWorker:
         self.robots = RobotsCache(
             self.fetcher, ttl_s=float(_env_int(environ, "WEB_ROBOTS_TTL_S", 3600))
         )
-        self.slots = HostSlots()
+        state_dir = environ.get(STATE_DIR_ENV)
+        self.slots = HostSlots(Path(state_dir) if state_dir else default_state_dir())
         self.renderer = Renderer(
-            find_chromium(), max_pages=_env_int(environ, "WEB_BROWSER_MAX_PAGES", 50)
+            find_chromium(environ), max_pages=_env_int(environ, "WEB_BROWSER_MAX_PAGES", 50)
         )
         self.formats = routed_formats(environ)
 
