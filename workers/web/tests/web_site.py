@@ -123,14 +123,16 @@ def _handler(site: Site) -> type[BaseHTTPRequestHandler]:
 
 
 @contextmanager
-def serve(site: Site | None = None, directory: Path | None = None) -> Iterator[Site]:
-    """Serves `site` (or the files under `directory`) on 127.0.0.1 until the block ends."""
+def serve(
+    site: Site | None = None, directory: Path | None = None, address: str = "127.0.0.1"
+) -> Iterator[Site]:
+    """Serves `site` (or the files under `directory`) on `address` until the block ends."""
     site = site or Site()
     if directory is not None:
         site.add("/*", lambda path: _file_answer(directory, path))
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(site))
+    server = ThreadingHTTPServer((address, 0), _handler(site))
     server.daemon_threads = True
-    site.base = f"http://127.0.0.1:{server.server_address[1]}"
+    site.base = f"http://{address}:{server.server_address[1]}"
     thread = threading.Thread(target=server.serve_forever, name="test-site", daemon=True)
     thread.start()
     try:

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from playwright.async_api import Browser, Playwright, async_playwright
+from playwright.async_api import Error as PlaywrightError
 
 from workers_common import FetchFailed, Unsupported
 
@@ -168,6 +169,14 @@ class Renderer:
         browser = loop.run_until_complete(self._ensure())
         try:
             return loop.run_until_complete(make(browser))
+        except PlaywrightError as err:
+            if "closed" not in str(err):
+                raise
+            # The browser died between pages (killed, crashed) before we could tell:
+            # once more with a fresh one.
+            loop.run_until_complete(self._close_browser())
+            browser = loop.run_until_complete(self._ensure())
+            return loop.run_until_complete(make(browser))
         finally:
             self.pages += 1
 
@@ -209,6 +218,11 @@ class Renderer:
     def close(self) -> None:
         if self._loop is None:
             return
+        # Route handlers still waiting on a sub-request of an earlier page end here.
+        pending = [t for t in asyncio.all_tasks(self._loop) if not t.done()]
+        for task in pending:
+            task.cancel()
+        self._loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
         self._loop.run_until_complete(self._close_browser())
         if self._playwright is not None:
             self._loop.run_until_complete(self._playwright.stop())

@@ -148,10 +148,11 @@ class WebWorker:
             reason = found
         try:
             rendered = self._render(response, html, settings)
-        except (FetchFailed, Unsupported):
+        except (FetchFailed, Unsupported) as err:
             if settings.render == "always":
                 raise
-            return _Fetched(response, html, _with(facts, render_reason=f"failed: {reason}"))
+            failed = f"{reason}; rendering failed, static HTML used: {err}"[:300]
+            return _Fetched(response, html, _with(facts, render_reason=failed))
         return _Fetched(response, rendered.html, _rendered_facts(facts, rendered, reason))
 
     def _render(self, response: Response, html: str, settings: Settings) -> Rendered:

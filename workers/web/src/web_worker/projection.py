@@ -57,6 +57,8 @@ def _page_properties(facts: PageFacts, extracted: Extracted | None) -> dict[str,
         props["redirects"] = list(facts.redirects)
     if facts.encoding:
         props["encoding"] = facts.encoding
+    if facts.render_reason and facts.fetched_via == "static":
+        props["render_reason"] = facts.render_reason
     if facts.fetched_via == "chromium":
         props["render_reason"] = facts.render_reason
         props["blocked_requests"] = facts.blocked_requests
