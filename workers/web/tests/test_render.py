@@ -109,9 +109,11 @@ def test_a_page_that_never_finishes_loading_is_bounded(site: Site, worker: WebWo
     """An image that never arrives: `load` never fires; after render_timeout_ms and the
     settle the DOM is read anyway, and the PAGE says the load did not complete."""
     site.add("/hang.png", Answer(body=b"x", content_type="image/png", delay_s=30))
-    body = "<img src='/hang.png'><script>document.body.insertAdjacentHTML('beforeend', " + (
-        "'<p>' + 'Written by the script while the image hangs forever. '.repeat(5) + '</p>')</script>"
+    script = (
+        "document.body.insertAdjacentHTML('beforeend', "
+        "'<p>' + 'Written by the script while the image hangs forever. '.repeat(5) + '</p>')"
     )
+    body = f"<img src='/hang.png'><script>{script}</script>"
     site.add("/slow", Answer(body=html_page("Slow", body)))
     started = time.monotonic()
     result = render(worker, site.url("/slow"), render_timeout_ms=2000, settle_ms=500)
@@ -134,7 +136,8 @@ def test_browser_starts_lazily_and_restarts_after_n_pages(app_site: Site, tmp_pa
         assert worker.renderer.launches == 2
         assert pids[0] == pids[1] != pids[2]
         assert not _alive(pids[0])
-        assert pids[2] is not None and os.getpgid(pids[2]) == os.getpgid(0)
+        assert pids[2] is not None
+        assert os.getpgid(pids[2]) == os.getpgid(0)
     finally:
         worker.close()
 
