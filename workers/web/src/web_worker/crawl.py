@@ -2,7 +2,8 @@
 
 A link is followed when the page is above `crawl_depth`, the link is http(s), on the
 crawl's host when `same_host` (the host of the URL the crawl started from, carried as
-`crawl_host`), matches an `include` pattern when there are any and no `exclude` pattern.
+`crawl_host`; `crawl_root` is that URL), matches an `include` pattern when there are any,
+and matches no `exclude` pattern.
 
 `max_pages` bounds a whole crawl without any shared counter: each job carries a budget
 (`crawl_budget`, the pages it and its descendants may use, itself included). A page keeps
@@ -59,8 +60,13 @@ def plan_children(
     if settings.depth >= settings.crawl_depth:
         return []
     host = settings.crawl_host or (urlsplit(page_url).hostname or "")
+    # The crawl's first page was submitted under its bare URL, not as `url:<URL>`, so the
+    # core's name dedup would not catch a link back to it: it is skipped here.
+    root = settings.crawl_root or page_url
     budget = settings.crawl_budget - 1
-    chosen = [u for u in links if u != page_url and _in_scope(u, settings, host)][:budget]
+    chosen = [u for u in links if u not in (page_url, root) and _in_scope(u, settings, host)][
+        :budget
+    ]
     if not chosen:
         return []
     inherited = {key: options[key] for key in INHERITED if key in options}
@@ -71,6 +77,7 @@ def plan_children(
             "depth": settings.depth + 1,
             "crawl_budget": share,
             "crawl_host": host,
+            "crawl_root": root,
         }
         children.append(Child(child_name(url), url, child_options))
     return children

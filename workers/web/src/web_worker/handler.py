@@ -18,6 +18,7 @@ Job options: see options.py and the README's table.
 from __future__ import annotations
 
 import atexit
+import logging
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -65,6 +66,8 @@ class WebWorker:
     """A worker's long-lived state; `handle(job)` is one page."""
 
     def __init__(self, environ: Mapping[str, str] = os.environ) -> None:
+        # httpx logs every request at INFO: one line per sub-request of a rendered page.
+        logging.getLogger("httpx").setLevel(logging.WARNING)
         self.user_agent = environ.get("WEB_USER_AGENT") or DEFAULT_USER_AGENT
         self.guard = Guard.from_env(environ)
         self.fetcher = Fetcher(self.guard, self.user_agent)

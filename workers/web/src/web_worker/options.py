@@ -1,7 +1,7 @@
 """A web job's options, checked: a bad value is the job's fault (permanent invalid_input).
 
-The README lists each option with its default. `depth`, `crawl_budget` and `crawl_host`
-are set by the worker on crawl children, not by users.
+The README lists each option with its default. `depth`, `crawl_budget`, `crawl_host` and
+`crawl_root` are set by the worker on crawl children, not by users.
 """
 
 from __future__ import annotations
@@ -58,6 +58,7 @@ class Settings:
     depth: int
     crawl_budget: int
     crawl_host: str
+    crawl_root: str
 
 
 def _int(options: Mapping[str, Any], key: str, default: int, low: int, high: int) -> int:
@@ -133,4 +134,5 @@ def settings_from(options: Mapping[str, Any], default_user_agent: str) -> Settin
         depth=_int(options, "depth", 0, 0, 100),
         crawl_budget=_int(options, "crawl_budget", max_pages, 1, 1_000_000),
         crawl_host=str(options.get("crawl_host") or ""),
+        crawl_root=str(options.get("crawl_root") or ""),
     )
