@@ -273,3 +273,22 @@ def test_crawl_scope_rules() -> None:
         )
         == []
     )
+
+
+def test_the_crawl_ledger_spends_budget_on_new_pages_only(site: Site, worker: WebWorker) -> None:
+    """Pages of one crawl that link to each other: a page does not hand out a link another
+    page of the crawl already handed out (its budget goes to new pages), and a retried
+    attempt of the same job gets its own links back."""
+    ring = ["/r0", "/r1", "/r2", "/r3"]
+    for i, path in enumerate(ring):
+        links = "".join(f'<a href="{p}">page {p}</a> ' for p in ring if p != path)
+        site.add(path, Answer(body=html_page(f"Ring {i}", f"<p>{PARA}</p>{links}")))
+    first = submission(run_url(worker, site.url("/r0"), crawl_depth=3, crawl_delay_ms=0))
+    handed = [c["name"] for c in first["childJobs"]]
+    assert handed == [f"url:{site.url(p)}" for p in ("/r1", "/r2", "/r3")]
+    options = dict(first["childJobs"][0]["options"])
+    assert len(options["crawl_id"]) == 32
+    child = submission(run_url(worker, site.url("/r1"), job_id="job-2", **options))
+    assert "childJobs" not in child  # r0 is the root; r2 and r3 are r0's already
+    again = submission(run_url(worker, site.url("/r0"), crawl_depth=3, crawl_delay_ms=0))
+    assert [c["name"] for c in again["childJobs"]] == handed

@@ -172,10 +172,10 @@ def html_page(title: str, body: str, head: str = "", lang: str = "en") -> bytes:
     ).encode()
 
 
-def url_job(url: str, name: str | None = None, **options: Any) -> Job:
+def url_job(url: str, name: str | None = None, job_id: str = "job-1", **options: Any) -> Job:
     """A URL job as the core hands it to the worker."""
     return Job(
-        job_id="job-1",
+        job_id=job_id,
         tenant_id="t1",
         organization_id="",
         format="web",
@@ -193,7 +193,7 @@ def make_worker(tmp_path: Path, **env: str) -> WebWorker:
     return WebWorker(environ)
 
 
-def run_url(worker: WebWorker, url: str, **options: Any) -> list[bytes]:
+def run_url(worker: WebWorker, url: str, job_id: str = "job-1", **options: Any) -> list[bytes]:
     """The submissions of one URL job, driven as the consumer drives it (no core)."""
     submitted: list[bytes] = []
 
@@ -201,7 +201,7 @@ def run_url(worker: WebWorker, url: str, **options: Any) -> list[bytes]:
         submitted.append(result_json)
         return Submitted(accepted=True, node_ids=[], reason="")
 
-    drive(worker.handle, url_job(url, **options), accept)
+    drive(worker.handle, url_job(url, job_id=job_id, **options), accept)
     return submitted
 
 

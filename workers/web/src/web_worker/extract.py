@@ -9,10 +9,13 @@ spends its time.
 
 from __future__ import annotations
 
+import re
 import signal
 import threading
+from bisect import bisect_right
 from collections.abc import Iterator
 from contextlib import contextmanager
+from itertools import accumulate
 from types import FrameType
 from typing import Any
 
@@ -23,6 +26,8 @@ from .model import Block, Extracted, Link
 from .urls import normalize
 
 __all__ = ["ExtractTimeout", "extract"]
+
+_WS = re.compile(r"\s+")
 
 
 class ExtractTimeout(BaseException):
@@ -78,30 +83,33 @@ def _inline(element: Any, base: str) -> tuple[str, list[Link]]:
 
 def _collapse(raw: str, links: list[Link]) -> tuple[str, list[Link]]:
     """Whitespace runs as one space, trimmed, with the links' offsets moved to match."""
-    out: list[str] = []
-    mapping: list[int] = []  # raw index -> index in the collapsed text
-    in_space = True  # leading whitespace is dropped
-    for char in raw:
-        mapping.append(len(out))
-        if char.isspace():
-            if not in_space:
-                out.append(" ")
-            in_space = True
+    runs = [(m.start(), m.end()) for m in _WS.finditer(raw)]
+    text = _WS.sub(" ", raw)
+    lead = 1 if text.startswith(" ") else 0
+    text = text.strip()
+    if not links:
+        return text, []
+    starts = [r[0] for r in runs]
+    removed = list(accumulate((e - b - 1 for b, e in runs), initial=0))
+
+    def moved(position: int) -> int:
+        i = bisect_right(starts, position) - 1  # the last run starting at or before
+        if i >= 0 and position < runs[i][1]:  # inside a run: at its one space
+            new = runs[i][0] - removed[i] + min(1, position - runs[i][0])
         else:
-            out.append(char)
-            in_space = False
-    mapping.append(len(out))
-    text = "".join(out).rstrip()
-    moved: list[Link] = []
+            new = position - removed[i + 1]
+        return max(0, min(new - lead, len(text)))
+
+    out: list[Link] = []
     for link in links:
-        start, end = mapping[link.start], min(mapping[link.end], len(text))
-        while start < end and text[start] == " ":
-            start += 1
-        while end > start and text[end - 1] == " ":
-            end -= 1
-        if end > start:
-            moved.append(Link(link.url, start, end))
-    return text, moved
+        begin, finish = moved(link.start), moved(link.end)
+        while begin < finish and text[begin] == " ":
+            begin += 1
+        while finish > begin and text[finish - 1] == " ":
+            finish -= 1
+        if finish > begin:
+            out.append(Link(link.url, begin, finish))
+    return text, out
 
 
 def _table(element: Any) -> Block | None:

@@ -31,11 +31,12 @@ from workers_common import FetchFailed, Handler, InvalidInput, Job, Unsupported
 
 from .browser import Renderer, find_chromium
 from .charset import decode_html
-from .crawl import plan_children
+from .crawl import crawl_id, plan_children
 from .extract import extract
 from .fetch import Fetcher, Response, StatusFailure, check_status
 from .guard import Guard
 from .htmlscan import needs_render, parse
+from .ledger import CrawlLedger
 from .options import Settings, settings_from
 from .polite import STATE_DIR_ENV, HostSlots, default_state_dir
 from .projection import PageFacts, project_page, project_routed
@@ -76,6 +77,7 @@ class WebWorker:
         )
         state_dir = environ.get(STATE_DIR_ENV)
         self.slots = HostSlots(Path(state_dir) if state_dir else default_state_dir())
+        self.ledger = CrawlLedger(self.slots.dir)
         self.renderer = Renderer(
             find_chromium(environ), max_pages=_env_int(environ, "WEB_BROWSER_MAX_PAGES", 50)
         )
@@ -104,7 +106,7 @@ class WebWorker:
             if failure.retry_after_s:
                 self.slots.defer(host, failure.retry_after_s)
             raise
-        return self._project(fetched, settings, dict(job.options))
+        return self._project(fetched, settings, job)
 
     def _robots(self, url: str, settings: Settings) -> Robots:
         def fetch(target: str) -> Response:
@@ -169,7 +171,7 @@ class WebWorker:
             self.renderer.restart()
             raise FetchFailed(f"render of {response.final_url} failed: {err}") from err
 
-    def _project(self, fetched: _Fetched, settings: Settings, options: dict[str, object]) -> bytes:
+    def _project(self, fetched: _Fetched, settings: Settings, job: Job) -> bytes:
         facts = fetched.facts
         response = fetched.response
         if not fetched.html and classify(response.content_type, response.body) != HTML:
@@ -179,7 +181,14 @@ class WebWorker:
                 raise Unsupported(f"{facts.final_url} is {what}, which no pool here serves")
             return project_routed(facts, response.body, fmt)
         extracted = extract(fetched.html, facts.final_url, limit_s=settings.extract_timeout_s)
-        children = plan_children(extracted.crawl_links, facts.final_url, settings, options)
+        children = plan_children(
+            extracted.crawl_links,
+            facts.final_url,
+            settings,
+            dict(job.options),
+            claim=lambda crawl, urls, limit: self.ledger.claim(crawl, job.job_id, urls, limit),
+            root_id=crawl_id(job.tenant_id, job.job_id, facts.url),
+        )
         return project_page(facts, extracted, children)
 
 

@@ -1,7 +1,7 @@
 """A web job's options, checked: a bad value is the job's fault (permanent invalid_input).
 
-The README lists each option with its default. `depth`, `crawl_budget`, `crawl_host` and
-`crawl_root` are set by the worker on crawl children, not by users.
+The README lists each option with its default. `depth`, `crawl_budget`, `crawl_host`,
+`crawl_root` and `crawl_id` are set by the worker on crawl children, not by users.
 """
 
 from __future__ import annotations
@@ -59,6 +59,7 @@ class Settings:
     crawl_budget: int
     crawl_host: str
     crawl_root: str
+    crawl_id: str
 
 
 def _int(options: Mapping[str, Any], key: str, default: int, low: int, high: int) -> int:
@@ -135,4 +136,5 @@ def settings_from(options: Mapping[str, Any], default_user_agent: str) -> Settin
         crawl_budget=_int(options, "crawl_budget", max_pages, 1, 1_000_000),
         crawl_host=str(options.get("crawl_host") or ""),
         crawl_root=str(options.get("crawl_root") or ""),
+        crawl_id=str(options.get("crawl_id") or ""),
     )

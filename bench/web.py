@@ -1,0 +1,282 @@
+"""bench/web: the web pool over the Rust book served locally, static and rendered, beside
+bare trafilatura extraction of the same pages; worker RSS over 500 pages.
+
+    .venv/bin/python bench/web.py [--pages 200] [--rss-pages 500] [--workers 1] [--skip-rss]
+
+The Rust toolchain's docs (~/.rustup/toolchains/*/share/doc/rust/html) are served on
+127.0.0.1 by `python -m http.server`; `telha serve` (TELHA_BIN, default the release build)
+runs `[pools.web]` shaped like the shipped one (rss_mb, WEB_ALLOW_NETS=127.0.0.1/32). In
+one run it times:
+- `--pages` book pages submitted as URL jobs with render=never, then the same pages with
+  render=always (each mode its own tenant, so nothing is an unchanged recrawl), from the
+  ingest to the last job finished: pages/s;
+- a crawl from the book's first page (crawl_depth 50, max_pages = --pages), static;
+- bare `trafilatura.extract` of the same page files in a fresh interpreter: pages/s, and
+  the ratio static / bare (target >= 0.5 with one worker);
+- the resident size of each worker's process group (worker + Playwright + Chromium),
+  sampled every 100 ms over --rss-pages rendered pages, printed per 100 pages (flat with
+  the browser restarted every WEB_BROWSER_MAX_PAGES=50 pages).
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+PYTHON = ROOT / ".venv" / "bin" / "python"
+TELHA = Path(os.environ.get("TELHA_BIN") or ROOT / "target" / "release" / "telha")
+FINISHED = {"succeeded", "dead", "cancelled"}
+
+
+def docs_root() -> Path:
+    found = sorted(glob.glob(os.path.expanduser("~/.rustup/toolchains/*/share/doc/rust/html")))
+    for candidate in found:
+        if (Path(candidate) / "book" / "ch04-01-what-is-ownership.html").is_file():
+            return Path(candidate)
+    raise SystemExit(
+        "bench/web: no Rust docs under ~/.rustup/toolchains (rustup component rust-docs)"
+    )
+
+
+def page_paths(docs: Path, count: int) -> list[str]:
+    """Book pages first (print.html, the whole book in one page, left out), then the reference."""
+    paths: list[str] = []
+    for part in ("book", "reference"):
+        for file in sorted((docs / part).rglob("*.html")):
+            if file.name not in ("print.html", "toc.html", "404.html"):
+                paths.append("/" + str(file.relative_to(docs)))
+    if len(paths) < count:
+        raise SystemExit(f"bench/web: only {len(paths)} pages found")
+    return paths[:count]
+
+
+class DocsServer:
+    def __init__(self, docs: Path) -> None:
+        self.process = subprocess.Popen(
+            [
+                sys.executable,
+                "-u",
+                "-m",
+                "http.server",
+                "0",
+                "--bind",
+                "127.0.0.1",
+                "--directory",
+                str(docs),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()
+        self.base = f"http://127.0.0.1:{line.split(' port ')[1].split()[0]}"
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=10)
+        if self.process.stdout is not None:
+            self.process.stdout.close()
+
+
+def group_rss_kib(pgid: int) -> int:
+    total = 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            if int(stat[2]) != pgid:
+                continue
+            total += int((entry / "statm").read_text().split()[1]) * 4
+        except (OSError, IndexError, ValueError):
+            continue
+    return total
+
+
+class Core:
+    def __init__(self, root: Path, workers: int) -> None:
+        self.root = root
+        data = root / "data"
+        self.config = root / "supervisor.toml"
+        env = {
+            "WEB_ALLOW_NETS": "127.0.0.1/32",
+            "WEB_STATE_DIR": str(root / "state"),
+            "WEB_BROWSER_MAX_PAGES": "50",
+        }
+        env_toml = ", ".join(f"{k} = {json.dumps(v)}" for k, v in env.items())
+        self.config.write_text(
+            f'[server]\nlisten = "127.0.0.1:0"\ndata_dir = "{data}"\n'
+            "[jobs]\nmax_attempts = 2\nlease_secs = 120\n"
+            f'[pools.web]\nformats = ["web"]\nworkers = {workers}\n'
+            f'command = [{json.dumps(str(PYTHON))}, "-m", "web_worker"]\n'
+            f"job_timeout_secs = 180\nenv = {{ {env_toml} }}\n"
+            "[pools.web.limits]\nrss_mb = 4096\nopen_files = 1024\n"
+        )
+        self.log = (root / "serve.log").open("wb")
+        self.process = subprocess.Popen(
+            [str(TELHA), "serve", "--config", str(self.config)], stdout=self.log, stderr=self.log
+        )
+        addr = data / "serve.addr"
+        deadline = time.monotonic() + 30
+        while not (addr.exists() and addr.read_text().strip().rpartition(":")[2]):
+            if time.monotonic() > deadline or self.process.poll() is not None:
+                raise SystemExit("bench/web: telha serve did not start")
+            time.sleep(0.05)
+        self.addr = addr.read_text().strip()
+
+    def cli(self, *args: str) -> Any:
+        done = subprocess.run(
+            [str(TELHA), *args, "--config", str(self.config), "--addr", self.addr, "--json"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=True,
+        )
+        return json.loads(done.stdout)
+
+    def ingest(self, tenant: str, urls: list[str], **options: Any) -> None:
+        args = ["ingest", "--tenant", tenant]
+        for key, value in options.items():
+            args += ["--option", f"{key}={json.dumps(value)}"]
+        self.cli(*args, *urls)
+
+    def jobs(self, tenant: str) -> list[dict[str, Any]]:
+        listed = self.cli("jobs", "--tenant", tenant, "--format", "web", "--limit", "100000")
+        jobs: list[dict[str, Any]] = listed["jobs"] if isinstance(listed, dict) else listed
+        return jobs
+
+    def worker_pids(self) -> list[int]:
+        [pool] = [p for p in self.cli("status")["pools"] if p["name"] == "web"]
+        return [int(w["pid"]) for w in pool["workers"] if w.get("pid")]
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=60)
+        self.log.close()
+
+
+def run_until_done(
+    core: Core, tenant: str, urls: list[str], sample: list[tuple[int, int]] | None, **options: Any
+) -> tuple[float, list[dict[str, Any]]]:
+    """Submits and waits; returns seconds and the finished jobs. `sample` gets (done, KiB)."""
+    started = time.monotonic()
+    core.ingest(tenant, urls, **options)
+    peak = [0]
+    stop = threading.Event()
+
+    def sampler() -> None:
+        while not stop.is_set():
+            rss = sum(group_rss_kib(p) for p in core.worker_pids())
+            peak[0] = max(peak[0], rss)
+            time.sleep(0.1)
+
+    thread = threading.Thread(target=sampler, daemon=True)
+    if sample is not None:
+        thread.start()
+    next_mark = 100
+    while True:
+        jobs = core.jobs(tenant)
+        done = sum(1 for j in jobs if j["state"] in FINISHED)
+        if sample is not None and done >= next_mark:
+            sample.append((done, peak[0]))
+            peak[0] = 0
+            next_mark += 100
+        if jobs and done == len(jobs) and done >= len(urls):
+            break
+        time.sleep(0.25)
+    elapsed = time.monotonic() - started
+    stop.set()
+    return elapsed, jobs
+
+
+BARE = """
+import sys, time, trafilatura
+paths = sys.argv[1:]
+pages = [open(p, "rb").read() for p in paths]
+started = time.monotonic()
+for html in pages:
+    trafilatura.extract(html, include_links=True, include_tables=True)
+print(time.monotonic() - started)
+"""
+
+
+def bare_trafilatura(docs: Path, paths: list[str]) -> float:
+    files = [str(docs / p.lstrip("/")) for p in paths]
+    done = subprocess.run(
+        [str(PYTHON), "-c", BARE, *files], capture_output=True, text=True, timeout=1800, check=True
+    )
+    return float(done.stdout.strip())
+
+
+def report(name: str, elapsed: float, jobs: list[dict[str, Any]]) -> float:
+    ok = sum(1 for j in jobs if j["state"] == "succeeded")
+    rate = len(jobs) / elapsed
+    counted = f"{len(jobs):>4} pages ({ok} succeeded)"
+    print(f"{name:<34} {counted} in {elapsed:6.1f} s = {rate:6.1f} pages/s")
+    return rate
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pages", type=int, default=200)
+    parser.add_argument("--rss-pages", type=int, default=500)
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--skip-rss", action="store_true")
+    args = parser.parse_args()
+    docs = docs_root()
+    paths = page_paths(docs, max(args.pages, args.rss_pages))
+    server = DocsServer(docs)
+    print(f"docs {docs}, {os.cpu_count()} cores, telha {TELHA}, {args.workers} web worker(s)")
+    with tempfile.TemporaryDirectory(prefix="bench-web-") as tmp:
+        core = Core(Path(tmp), args.workers)
+        try:
+            urls = [server.base + p for p in paths[: args.pages]]
+            common = {"crawl_delay_ms": 0}
+            t, jobs = run_until_done(core, "static", urls, None, render="never", **common)
+            static = report("static (render=never)", t, jobs)
+            t, jobs = run_until_done(core, "rendered", urls, None, render="always", **common)
+            report("rendered (render=always)", t, jobs)
+            root = server.base + "/book/index.html"
+            t, jobs = run_until_done(
+                core,
+                "crawl",
+                [root],
+                None,
+                crawl_depth=50,
+                max_pages=args.pages,
+                include="/book/",
+                render="never",
+                **common,
+            )
+            report("crawl from book/index.html", t, jobs)
+            bare_s = bare_trafilatura(docs, paths[: args.pages])
+            bare = args.pages / bare_s
+            name = "bare trafilatura.extract"
+            print(f"{name:<34} {args.pages:>4} pages in {bare_s:6.1f} s = {bare:6.1f} pages/s")
+            print(f"ratio static / bare: {static / bare:.2f}")
+            if not args.skip_rss:
+                rss_urls = [server.base + p for p in paths[: args.rss_pages]]
+                samples: list[tuple[int, int]] = []
+                t, jobs = run_until_done(core, "rss", rss_urls, samples, render="always", **common)
+                report("rendered, RSS run", t, jobs)
+                for done, kib in samples:
+                    print(f"  after {done:>4} pages: peak worker-group RSS {kib / 1024:7.1f} MiB")
+        finally:
+            core.stop()
+            server.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
