@@ -106,14 +106,14 @@ def test_subrequests_to_refused_addresses_never_leave(
 
 
 def test_a_page_that_never_finishes_loading_is_bounded(site: Site, worker: WebWorker) -> None:
-    """An image that never arrives: `load` never fires; after render_timeout_ms and the
+    """A frame that never arrives: `load` never fires; after render_timeout_ms and the
     settle the DOM is read anyway, and the PAGE says the load did not complete."""
-    site.add("/hang.png", Answer(body=b"x", content_type="image/png", delay_s=30))
+    site.add("/hang", Answer(body=b"<p>late</p>", delay_s=30))
     script = (
         "document.body.insertAdjacentHTML('beforeend', "
-        "'<p>' + 'Written by the script while the image hangs forever. '.repeat(5) + '</p>')"
+        "'<p>' + 'Written by the script while the frame hangs forever. '.repeat(5) + '</p>')"
     )
-    body = f"<img src='/hang.png'><script>{script}</script>"
+    body = f"<iframe src='/hang'></iframe><script>{script}</script>"
     site.add("/slow", Answer(body=html_page("Slow", body)))
     started = time.monotonic()
     result = render(worker, site.url("/slow"), render_timeout_ms=2000, settle_ms=500)
@@ -121,7 +121,7 @@ def test_a_page_that_never_finishes_loading_is_bounded(site: Site, worker: WebWo
     props = page_props(result)
     assert props["fetched_via"] == "chromium"
     assert props["load_complete"] is False
-    assert "Written by the script while the image hangs forever." in result["canonicalText"]
+    assert "Written by the script while the frame hangs forever." in result["canonicalText"]
 
 
 def test_browser_starts_lazily_and_restarts_after_n_pages(app_site: Site, tmp_path: Path) -> None:

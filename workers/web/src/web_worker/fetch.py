@@ -20,9 +20,9 @@ from urllib.parse import urljoin, urlsplit, urlunsplit
 
 import httpx
 
-from workers_common import FetchFailed, InvalidInput, TooLarge
+from workers_common import FetchFailed, InvalidInput, TooLarge, WorkerFailure
 
-from .guard import Guard, Pinned
+from .guard import Guard, Pinned, Refused
 from .urls import DEFAULT_PORTS
 
 __all__ = ["FetchLimits", "Fetcher", "Response", "StatusFailure", "check_status", "retry_after"]
@@ -166,6 +166,18 @@ class Fetcher:
             _, oldest = self._clients.popitem(last=False)
             oldest.close()
         return client
+
+    def refusal(self, url: str) -> str | None:
+        """Why the guard refuses `url`'s address (its reason), or None when it may be
+        fetched; a URL that does not resolve counts as not refused."""
+        try:
+            host, port = _host_port(url)
+            self.guard.pin(host, port)
+        except Refused as err:
+            return str(err)
+        except WorkerFailure:
+            return None
+        return None
 
     def get(
         self,

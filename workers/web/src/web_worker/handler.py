@@ -40,7 +40,7 @@ from .ledger import CrawlLedger
 from .options import Settings, settings_from
 from .polite import STATE_DIR_ENV, HostSlots, default_state_dir
 from .projection import PageFacts, project_page, project_routed
-from .render import Rendered, render_page
+from .render import Rendered, SubresourceCache, render_page
 from .robots import ROBOTS_LIMITS, Robots, RobotsCache
 from .routing import HTML, classify, media_type, routed_formats
 from .urls import host_key, normalize
@@ -82,9 +82,11 @@ class WebWorker:
             find_chromium(environ), max_pages=_env_int(environ, "WEB_BROWSER_MAX_PAGES", 50)
         )
         self.formats = routed_formats(environ)
+        self.cache = SubresourceCache()
 
     def close(self) -> None:
         self.renderer.close()
+        self.cache = SubresourceCache()
         self.fetcher.close()
 
     def handle(self, job: Job) -> bytes:
@@ -164,7 +166,9 @@ class WebWorker:
         limits = settings.render_limits
         try:
             return self.renderer.run(
-                lambda browser: render_page(browser, self.fetcher, response, html, limits)
+                lambda context: render_page(
+                    context, self.fetcher, response, html, limits, self.cache
+                )
             )
         except (TimeoutError, PlaywrightError) as err:
             # A wedged or crashed page: the next page gets a fresh browser.
