@@ -7,7 +7,10 @@ import ipaddress
 import itertools
 import json
 import socket
+import ssl
+import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +20,7 @@ from web_worker.guard import Guard, refusal_rule
 from web_worker.handler import WebWorker
 from workers_common import FetchFailed, InvalidInput, TooLarge, Unsupported, describe_failure
 
-from web_site import Answer, Site, html_page, make_worker, url_job
+from web_site import Answer, Site, html_page, make_worker, serve, url_job
 
 TEXT = "<p>" + "A sentence of ordinary page text that an extractor keeps as content. " * 4 + "</p>"
 
@@ -281,3 +284,88 @@ def test_crawl_delay_ms_spaces_fetches_across_workers(site: Site, tmp_path: Path
         second.close()
     times = [s.at for s in site.seen]
     assert all(b - a >= 0.38 for a, b in itertools.pairwise(times))
+
+
+def _openssl(*args: str) -> None:
+    subprocess.run(["openssl", *args], check=True, capture_output=True, timeout=60)
+
+
+@pytest.fixture
+def tls_site(tmp_path: Path) -> Iterator[tuple[Site, Path]]:
+    """An HTTPS server whose certificate (for `localhost`) is signed by a test CA."""
+    ca_key, ca, key, csr, cert = (
+        tmp_path / n for n in ("ca.key", "ca.pem", "k.pem", "r.csr", "c.pem")
+    )
+    _openssl(
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        str(ca_key),
+        "-out",
+        str(ca),
+        "-days",
+        "2",
+        "-subj",
+        "/CN=test CA",
+    )
+    _openssl(
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        str(key),
+        "-out",
+        str(csr),
+        "-subj",
+        "/CN=localhost",
+    )
+    ext = tmp_path / "ext.cnf"
+    ext.write_text("subjectAltName=DNS:localhost\n")
+    _openssl(
+        "x509",
+        "-req",
+        "-in",
+        str(csr),
+        "-CA",
+        str(ca),
+        "-CAkey",
+        str(ca_key),
+        "-CAcreateserial",
+        "-out",
+        str(cert),
+        "-days",
+        "2",
+        "-extfile",
+        str(ext),
+    )
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    with serve(tls=context) as running:
+        yield running, ca
+
+
+def test_https_is_pinned_and_checks_the_certificate_for_the_name(
+    tls_site: tuple[Site, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Over TLS the worker connects to the pinned address yet sends SNI and checks the
+    certificate for `localhost`; with the CA unknown, the fetch fails (retryable)."""
+    site, ca = tls_site
+    site.add("/", Answer(body=html_page("Secure", TEXT)))
+    untrusting = make_worker(tmp_path / "a")
+    try:
+        with pytest.raises(FetchFailed, match="CERTIFICATE_VERIFY_FAILED"):
+            page(untrusting, site.url("/"), respect_robots=False)
+    finally:
+        untrusting.close()
+    monkeypatch.setenv("SSL_CERT_FILE", str(ca))
+    trusting = make_worker(tmp_path / "b")
+    try:
+        result = page(trusting, site.url("/"), respect_robots=False)
+    finally:
+        trusting.close()
+    assert props(result)["title"] == "Secure"
+    assert props(result)["final_url"] == site.url("/")

@@ -7,6 +7,7 @@ server runs in a thread of the test process; `slow` routes sleep in their own th
 
 from __future__ import annotations
 
+import ssl
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -124,15 +125,22 @@ def _handler(site: Site) -> type[BaseHTTPRequestHandler]:
 
 @contextmanager
 def serve(
-    site: Site | None = None, directory: Path | None = None, address: str = "127.0.0.1"
+    site: Site | None = None,
+    directory: Path | None = None,
+    address: str = "127.0.0.1",
+    tls: ssl.SSLContext | None = None,
 ) -> Iterator[Site]:
-    """Serves `site` (or the files under `directory`) on `address` until the block ends."""
+    """Serves `site` (or the files under `directory`) on `address` until the block ends;
+    over TLS with `tls` (then the base URL names `localhost`)."""
     site = site or Site()
     if directory is not None:
         site.add("/*", lambda path: _file_answer(directory, path))
     server = ThreadingHTTPServer((address, 0), _handler(site))
     server.daemon_threads = True
     site.base = f"http://{address}:{server.server_address[1]}"
+    if tls is not None:
+        server.socket = tls.wrap_socket(server.socket, server_side=True)
+        site.base = f"https://localhost:{server.server_address[1]}"
     thread = threading.Thread(target=server.serve_forever, name="test-site", daemon=True)
     thread.start()
     try:
