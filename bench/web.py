@@ -49,12 +49,18 @@ def docs_root() -> Path:
 
 
 def page_paths(docs: Path, count: int) -> list[str]:
-    """Book pages first (print.html, the whole book in one page, left out), then the reference."""
+    """Book pages first, then the reference, the nomicon and cargo's book; print.html (a
+    whole book in one page) and the book's first and second editions (robots.txt disallows
+    them) left out."""
     paths: list[str] = []
-    for part in ("book", "reference"):
+    for part in ("book", "reference", "nomicon", "cargo"):
         for file in sorted((docs / part).rglob("*.html")):
-            if file.name not in ("print.html", "toc.html", "404.html"):
-                paths.append("/" + str(file.relative_to(docs)))
+            relative = "/" + str(file.relative_to(docs))
+            if file.name in ("print.html", "toc.html", "404.html"):
+                continue
+            if "/first-edition/" in relative or "/second-edition/" in relative:
+                continue
+            paths.append(relative)
     if len(paths) < count:
         raise SystemExit(f"bench/web: only {len(paths)} pages found")
     return paths[:count]
@@ -89,8 +95,11 @@ class DocsServer:
             self.process.stdout.close()
 
 
-def group_rss_kib(pgid: int) -> int:
-    total = 0
+def group_memory_kib(pgid: int) -> tuple[int, int]:
+    """(sum of RSS, sum of PSS) over a process group: the first is what the supervisor's
+    rss_mb watchdog adds up (shared pages counted in every process), the second each
+    page's fair share."""
+    rss = pss = 0
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -98,10 +107,13 @@ def group_rss_kib(pgid: int) -> int:
             stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
             if int(stat[2]) != pgid:
                 continue
-            total += int((entry / "statm").read_text().split()[1]) * 4
+            rss += int((entry / "statm").read_text().split()[1]) * 4
+            for line in (entry / "smaps_rollup").read_text().splitlines():
+                if line.startswith("Pss:"):
+                    pss += int(line.split()[1])
         except (OSError, IndexError, ValueError):
             continue
-    return total
+    return rss, pss
 
 
 class Core:
@@ -167,18 +179,24 @@ class Core:
 
 
 def run_until_done(
-    core: Core, tenant: str, urls: list[str], sample: list[tuple[int, int]] | None, **options: Any
+    core: Core,
+    tenant: str,
+    urls: list[str],
+    sample: list[tuple[int, int, int]] | None,
+    **options: Any,
 ) -> tuple[float, list[dict[str, Any]]]:
-    """Submits and waits; returns seconds and the finished jobs. `sample` gets (done, KiB)."""
+    """Submits and waits; returns seconds and the finished jobs. `sample` gets
+    (done, peak RSS KiB, peak PSS KiB) per 100 pages."""
     started = time.monotonic()
     core.ingest(tenant, urls, **options)
-    peak = [0]
+    peak = [0, 0]
     stop = threading.Event()
 
     def sampler() -> None:
         while not stop.is_set():
-            rss = sum(group_rss_kib(p) for p in core.worker_pids())
-            peak[0] = max(peak[0], rss)
+            figures = [group_memory_kib(p) for p in core.worker_pids()]
+            peak[0] = max(peak[0], sum(f[0] for f in figures))
+            peak[1] = max(peak[1], sum(f[1] for f in figures))
             time.sleep(0.1)
 
     thread = threading.Thread(target=sampler, daemon=True)
@@ -189,8 +207,8 @@ def run_until_done(
         jobs = core.jobs(tenant)
         done = sum(1 for j in jobs if j["state"] in FINISHED)
         if sample is not None and done >= next_mark:
-            sample.append((done, peak[0]))
-            peak[0] = 0
+            sample.append((done, peak[0], peak[1]))
+            peak[0] = peak[1] = 0
             next_mark += 100
         if jobs and done == len(jobs) and done >= len(urls):
             break
@@ -223,7 +241,10 @@ def report(name: str, elapsed: float, jobs: list[dict[str, Any]]) -> float:
     ok = sum(1 for j in jobs if j["state"] == "succeeded")
     rate = len(jobs) / elapsed
     counted = f"{len(jobs):>4} pages ({ok} succeeded)"
+    failed = sorted({j["failures"][-1]["reason"][:80] for j in jobs if j["state"] != "succeeded"})
     print(f"{name:<34} {counted} in {elapsed:6.1f} s = {rate:6.1f} pages/s")
+    for reason in failed[:5]:
+        print(f"  failed: {reason}")
     return rate
 
 
@@ -267,11 +288,14 @@ def main() -> int:
             print(f"ratio static / bare: {static / bare:.2f}")
             if not args.skip_rss:
                 rss_urls = [server.base + p for p in paths[: args.rss_pages]]
-                samples: list[tuple[int, int]] = []
+                samples: list[tuple[int, int, int]] = []
                 t, jobs = run_until_done(core, "rss", rss_urls, samples, render="always", **common)
                 report("rendered, RSS run", t, jobs)
-                for done, kib in samples:
-                    print(f"  after {done:>4} pages: peak worker-group RSS {kib / 1024:7.1f} MiB")
+                for done, rss, pss in samples:
+                    print(
+                        f"  after {done:>4} pages: peak worker group RSS {rss / 1024:7.1f} MiB"
+                        f" (sum over processes), PSS {pss / 1024:7.1f} MiB"
+                    )
         finally:
             core.stop()
             server.stop()

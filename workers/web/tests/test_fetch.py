@@ -6,9 +6,11 @@ from __future__ import annotations
 import ipaddress
 import itertools
 import json
+import os
 import socket
 import ssl
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,7 +20,14 @@ import pytest
 
 from web_worker.guard import Guard, refusal_rule
 from web_worker.handler import WebWorker
-from workers_common import FetchFailed, InvalidInput, TooLarge, Unsupported, describe_failure
+from workers_common import (
+    EXIT_CONFIG,
+    FetchFailed,
+    InvalidInput,
+    TooLarge,
+    Unsupported,
+    describe_failure,
+)
 
 from web_site import Answer, Site, html_page, make_worker, serve, url_job
 
@@ -369,3 +378,20 @@ def test_https_is_pinned_and_checks_the_certificate_for_the_name(
         trusting.close()
     assert props(result)["title"] == "Secure"
     assert props(result)["final_url"] == site.url("/")
+
+
+def test_a_malformed_allow_list_stops_the_worker_with_the_config_code() -> None:
+    """A bad WEB_ALLOW_NETS is the operator's error: exit 78 at start, not failed jobs."""
+    env = {
+        **os.environ,
+        "WEB_ALLOW_NETS": "127.0.0.1/32, intranet",
+        "TELHA_CORE_ADDR": "127.0.0.1:1",
+        "TELHA_WORKER_ID": "web-test",
+        "TELHA_TOKEN": "t",
+        "TELHA_FORMATS": "web",
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "web_worker"], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == EXIT_CONFIG
+    assert "'intranet' is not a CIDR network" in done.stderr

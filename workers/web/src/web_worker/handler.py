@@ -45,7 +45,7 @@ from .robots import ROBOTS_LIMITS, Robots, RobotsCache
 from .routing import HTML, classify, media_type, routed_formats
 from .urls import host_key, normalize
 
-__all__ = ["DEFAULT_USER_AGENT", "FORMATS", "HANDLERS", "WebWorker", "handle"]
+__all__ = ["DEFAULT_USER_AGENT", "FORMATS", "HANDLERS", "WebWorker", "handle", "worker"]
 
 FORMATS = ("web",)
 DEFAULT_USER_AGENT = "TelhaBot/0.1 (+https://github.com/telha/telha)"
@@ -214,7 +214,8 @@ def _rendered_facts(facts: PageFacts, rendered: Rendered, reason: str) -> PageFa
 _WORKER: WebWorker | None = None
 
 
-def _worker() -> WebWorker:
+def worker() -> WebWorker:
+    """This process's WebWorker, made on first use."""
     global _WORKER
     if _WORKER is None:
         _WORKER = WebWorker()
@@ -224,7 +225,7 @@ def _worker() -> WebWorker:
 
 def handle(job: Job) -> bytes:
     """Fetches and projects one URL job (typed failures: see the README's table)."""
-    return _worker().handle(job)
+    return worker().handle(job)
 
 
 HANDLERS: Mapping[str, Handler] = dict.fromkeys(FORMATS, handle)
