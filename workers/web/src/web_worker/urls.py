@@ -8,6 +8,7 @@ parameters keep their order: reordering them can change what a server returns.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit, urlunsplit
 
 __all__ = ["DEFAULT_PORTS", "host_key", "is_tracking_param", "normalize"]
@@ -51,9 +52,11 @@ def _netloc(host: str, port: int | None, scheme: str) -> str:
     return f"{shown}:{port}"
 
 
+@lru_cache(maxsize=1 << 16)
 def normalize(href: str, base: str | None = None) -> str | None:
     """The normalized absolute URL `href` points at (relative to `base`), or None when it is
-    not an http(s) URL (mailto:, javascript:, a malformed port, …)."""
+    not an http(s) URL (mailto:, javascript:, a malformed port, …). Cached: a site's pages
+    repeat their links."""
     href = href.strip()
     if not href:
         return None
