@@ -20,6 +20,14 @@ from web_worker.browser import find_chromium
 from web_e2e import MISSING, TELHA_BIN, WebCore
 from web_site import Answer, Site, html_page, serve
 
+
+@pytest.fixture
+def site() -> Iterator[Site]:
+    """A real HTTP server on 127.0.0.1 for this test."""
+    with serve() as running:
+        yield running
+
+
 pytestmark = [
     pytest.mark.e2e,
     pytest.mark.skipif(MISSING, reason=f"core binary {TELHA_BIN} not built (cargo build)"),

@@ -31,6 +31,24 @@ from workers_common import (
 
 from web_site import Answer, Site, html_page, make_worker, serve, url_job
 
+
+@pytest.fixture
+def site() -> Iterator[Site]:
+    """A real HTTP server on 127.0.0.1 for this test."""
+    with serve() as running:
+        yield running
+
+
+@pytest.fixture
+def worker(tmp_path: Path) -> Iterator[WebWorker]:
+    """A worker allowed to reach 127.0.0.1 only."""
+    running = make_worker(tmp_path)
+    try:
+        yield running
+    finally:
+        running.close()
+
+
 TEXT = "<p>" + "A sentence of ordinary page text that an extractor keeps as content. " * 4 + "</p>"
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,25 @@ from workers_common import InvalidInput, Job, Unsupported
 from workers_common.conformance import check_determinism, check_submissions
 from workers_common.pytest_plugin import GoldenDir
 
-from web_site import Answer, Site, html_page, run_url, with_base
+from web_site import Answer, Site, html_page, make_worker, run_url, serve, with_base
+
+
+@pytest.fixture
+def site() -> Iterator[Site]:
+    """A real HTTP server on 127.0.0.1 for this test."""
+    with serve() as running:
+        yield running
+
+
+@pytest.fixture
+def worker(tmp_path: Path) -> Iterator[WebWorker]:
+    """A worker allowed to reach 127.0.0.1 only."""
+    running = make_worker(tmp_path)
+    try:
+        yield running
+    finally:
+        running.close()
+
 
 PARA = "This paragraph is the kind of text a reader came for, and it runs long enough. "
 
@@ -187,8 +206,6 @@ def test_a_pdf_response_becomes_a_pdf_child_job(site: Site, worker: WebWorker) -
 
 
 def test_a_type_no_pool_serves_is_unsupported(site: Site, tmp_path: Path) -> None:
-    from web_site import make_worker
-
     site.add("/img.png", Answer(body=b"\x89PNG\r\n", content_type="image/png"))
     site.add("/doc.pdf", Answer(body=MINIMAL_PDF, content_type="application/pdf"))
     worker = make_worker(tmp_path, WEB_CONTENT_FORMATS="csv,txt")

@@ -21,6 +21,24 @@ from web_worker.handler import WebWorker
 
 from web_site import Answer, Site, html_page, make_worker, serve, url_job
 
+
+@pytest.fixture
+def site() -> Iterator[Site]:
+    """A real HTTP server on 127.0.0.1 for this test."""
+    with serve() as running:
+        yield running
+
+
+@pytest.fixture
+def worker(tmp_path: Path) -> Iterator[WebWorker]:
+    """A worker allowed to reach 127.0.0.1 only."""
+    running = make_worker(tmp_path)
+    try:
+        yield running
+    finally:
+        running.close()
+
+
 pytestmark = [
     pytest.mark.skipif(find_chromium() is None, reason="chromium is not installed"),
     pytest.mark.timeout(120),
