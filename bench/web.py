@@ -24,6 +24,7 @@ import argparse
 import glob
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -68,18 +69,11 @@ def page_paths(docs: Path, count: int) -> list[str]:
 
 class DocsServer:
     def __init__(self, docs: Path) -> None:
+        # setpriv: the server dies with the bench, however the bench ends.
+        setpriv = ["setpriv", "--pdeathsig", "TERM", "--"] if shutil.which("setpriv") else []
+        argv = [sys.executable, "-u", "-m", "http.server", "0", "--bind", "127.0.0.1"]
         self.process = subprocess.Popen(
-            [
-                sys.executable,
-                "-u",
-                "-m",
-                "http.server",
-                "0",
-                "--bind",
-                "127.0.0.1",
-                "--directory",
-                str(docs),
-            ],
+            [*setpriv, *argv, "--directory", str(docs)],
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             text=True,
