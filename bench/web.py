@@ -1,21 +1,24 @@
-"""bench/web: the web pool over the Rust book served locally, static and rendered, beside
+"""bench/web: the web pool crawling the Rust book served locally, static and rendered, beside
 bare trafilatura extraction of the same pages; worker RSS over 500 pages.
 
-    .venv/bin/python bench/web.py [--pages 200] [--rss-pages 500] [--workers 1] [--skip-rss]
+    .venv/bin/python bench/web.py [--pages 200] [--rss-pages 500] [--workers 1]
+                                  [--skip-rss] [--skip-rendered]
 
 The Rust toolchain's docs (~/.rustup/toolchains/*/share/doc/rust/html) are served on
-127.0.0.1 by `python -m http.server`; `telha serve` (TELHA_BIN, default the release build)
-runs `[pools.web]` shaped like the shipped one (rss_mb, WEB_ALLOW_NETS=127.0.0.1/32). In
-one run it times:
-- `--pages` book pages submitted as URL jobs with render=never, then the same pages with
-  render=always (each mode its own tenant, so nothing is an unchanged recrawl), from the
-  ingest to the last job finished: pages/s;
-- a crawl from the book's first page (crawl_depth 50, max_pages = --pages), static;
-- bare `trafilatura.extract` of the same page files in a fresh interpreter: pages/s, and
-  the ratio static / bare (target >= 0.5 with one worker);
+127.0.0.1, with one extra page, /bench-index.html, linking to the pages of a run (the
+book's pages first, then the reference, the nomicon and cargo's book). `telha serve`
+(TELHA_BIN, default the release build) runs `[pools.web]` shaped like the shipped one
+(rss_mb, WEB_ALLOW_NETS=127.0.0.1/32). Each run crawls the index with crawl_depth 1, so
+its final commit enqueues every page as a child job at once (no CLI in the way), and is
+timed on the core's clock from that commit to the last page's end. In one run:
+- `--pages` pages crawled with render=never, then again with render=always (each its own
+  tenant, so nothing is an unchanged recrawl): pages/s;
+- bare `trafilatura.extract` of the same page files in a fresh interpreter, and the
+  worker's handler alone (no core) over the same URLs: pages/s, and the ratios
+  (target: static >= 0.5 of bare);
 - the resident size of each worker's process group (worker + Playwright + Chromium),
-  sampled every 100 ms over --rss-pages rendered pages, printed per 100 pages (flat with
-  the browser restarted every WEB_BROWSER_MAX_PAGES=50 pages).
+  sampled every 100 ms while --rss-pages pages are rendered, per 100 pages: summed RSS
+  (what rss_mb counts) and PSS, flat with the browser restarted every 50 pages.
 """
 
 from __future__ import annotations
@@ -67,20 +70,44 @@ def page_paths(docs: Path, count: int) -> list[str]:
     return paths[:count]
 
 
+SERVER = """
+import functools, http.server, sys
+root, index = sys.argv[1], sys.argv[2]
+class Handler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+    def translate_path(self, path):
+        if path.split("?", 1)[0] == "/bench-index.html":
+            return index
+        return super().translate_path(path)
+handler = functools.partial(Handler, directory=root)
+server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+print(server.server_address[1], flush=True)
+server.serve_forever()
+"""
+
+
 class DocsServer:
-    def __init__(self, docs: Path) -> None:
+    """The docs tree on 127.0.0.1, plus /bench-index.html: one page linking to the pages a
+    run crawls (written by `index`)."""
+
+    def __init__(self, docs: Path, index: Path) -> None:
         # setpriv: the server dies with the bench, however the bench ends.
         setpriv = ["setpriv", "--pdeathsig", "TERM", "--"] if shutil.which("setpriv") else []
-        argv = [sys.executable, "-u", "-m", "http.server", "0", "--bind", "127.0.0.1"]
+        self.index = index
         self.process = subprocess.Popen(
-            [*setpriv, *argv, "--directory", str(docs)],
+            [*setpriv, sys.executable, "-u", "-c", SERVER, str(docs), str(index)],
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             text=True,
         )
         assert self.process.stdout is not None
-        line = self.process.stdout.readline()
-        self.base = f"http://127.0.0.1:{line.split(' port ')[1].split()[0]}"
+        self.base = f"http://127.0.0.1:{int(self.process.stdout.readline())}"
+
+    def write_index(self, paths: list[str]) -> str:
+        links = "".join(f'<li><a href="{p}">{p}</a></li>' for p in paths)
+        self.index.write_text(f"<html><body><p>Pages to crawl.</p><ul>{links}</ul></body></html>")
+        return self.base + "/bench-index.html"
 
     def stop(self) -> None:
         self.process.terminate()
@@ -172,17 +199,19 @@ class Core:
         self.log.close()
 
 
-def run_until_done(
+def crawl(
     core: Core,
     tenant: str,
-    urls: list[str],
+    index_url: str,
+    pages: int,
     sample: list[tuple[int, int, int]] | None,
     **options: Any,
 ) -> tuple[float, list[dict[str, Any]]]:
-    """Submits and waits; returns seconds and the finished jobs. `sample` gets
-    (done, peak RSS KiB, peak PSS KiB) per 100 pages."""
-    started = time.monotonic()
-    core.ingest(tenant, urls, **options)
+    """Crawls the index page (depth 1: every linked page a child job) and waits for all
+    pages. Returns the seconds from the index job's end (its final commit enqueues the
+    children) to the last page's end, on the core's clock, and the pages' jobs. `sample`
+    gets (done, peak RSS KiB, peak PSS KiB) per 100 pages."""
+    core.ingest(tenant, [index_url], crawl_depth=1, max_pages=pages + 1, **options)
     peak = [0, 0]
     stop = threading.Event()
 
@@ -193,27 +222,26 @@ def run_until_done(
             peak[1] = max(peak[1], sum(f[1] for f in figures))
             time.sleep(0.1)
 
-    thread = threading.Thread(target=sampler, daemon=True)
     if sample is not None:
-        thread.start()
+        threading.Thread(target=sampler, daemon=True).start()
     next_mark = 100
     while True:
         jobs = core.jobs(tenant)
         done = sum(1 for j in jobs if j["state"] in FINISHED)
-        if sample is not None and done >= next_mark:
-            sample.append((done, peak[0], peak[1]))
+        if sample is not None and done - 1 >= next_mark:
+            sample.append((done - 1, peak[0], peak[1]))
             peak[0] = peak[1] = 0
             next_mark += 100
-        if jobs and done == len(jobs) and done >= len(urls):
+        if len(jobs) == pages + 1 and done == len(jobs):
             break
+        if jobs and done == len(jobs) and jobs[0]["state"] != "succeeded":
+            raise SystemExit(f"bench/web: the index job failed: {jobs[0]['failures']}")
         time.sleep(0.1)
     stop.set()
-    # The core's own clock: the first job's creation to the last job's end (the CLI's
-    # start-up and this loop's polling interval left out).
-    first = min(int(j["created_at"]) for j in jobs)
-    last = max(int(j["updated_at"]) for j in jobs)
-    elapsed = (last - first) / 1e6 or time.monotonic() - started
-    return elapsed, jobs
+    root = next(j for j in jobs if j["name"] == index_url)
+    children = [j for j in jobs if j is not root]
+    last = max(int(j["updated_at"]) for j in children)
+    return (last - int(root["updated_at"])) / 1e6, children
 
 
 BARE = """
@@ -289,36 +317,25 @@ def main() -> int:
     args = parser.parse_args()
     docs = docs_root()
     paths = page_paths(docs, max(args.pages, args.rss_pages))
-    server = DocsServer(docs)
     print(f"docs {docs}, {os.cpu_count()} cores, telha {TELHA}, {args.workers} web worker(s)")
     with tempfile.TemporaryDirectory(prefix="bench-web-") as tmp:
+        server = DocsServer(docs, Path(tmp) / "index.html")
         core = Core(Path(tmp), args.workers)
         try:
-            urls = [server.base + p for p in paths[: args.pages]]
+            index = server.write_index(paths[: args.pages])
             common = {"crawl_delay_ms": 0}
-            t, jobs = run_until_done(core, "static", urls, None, render="never", **common)
-            static = report("static (render=never)", t, jobs)
+            t, jobs = crawl(core, "static", index, args.pages, None, render="never", **common)
+            static = report("crawl, static (render=never)", t, jobs)
             if not args.skip_rendered:
-                t, jobs = run_until_done(core, "rendered", urls, None, render="always", **common)
-                report("rendered (render=always)", t, jobs)
-            root = server.base + "/book/index.html"
-            t, jobs = run_until_done(
-                core,
-                "crawl",
-                [root],
-                None,
-                crawl_depth=50,
-                max_pages=args.pages,
-                include="/book/",
-                render="never",
-                **common,
-            )
-            report("crawl from book/index.html", t, jobs)
+                t, jobs = crawl(
+                    core, "rendered", index, args.pages, None, render="always", **common
+                )
+                report("crawl, rendered (render=always)", t, jobs)
             bare_s = bare_trafilatura(docs, paths[: args.pages])
             bare = args.pages / bare_s
             name = "bare trafilatura.extract"
             print(f"{name:<34} {args.pages:>4} pages in {bare_s:6.1f} s = {bare:6.1f} pages/s")
-            alone_s = handler_alone(urls)
+            alone_s = handler_alone([server.base + p for p in paths[: args.pages]])
             alone = args.pages / alone_s
             name = "handler alone (no core), static"
             print(f"{name:<34} {args.pages:>4} pages in {alone_s:6.1f} s = {alone:6.1f} pages/s")
@@ -327,10 +344,12 @@ def main() -> int:
                 f" (handler alone / bare: {alone / bare:.2f})"
             )
             if not (args.skip_rss or args.skip_rendered):
-                rss_urls = [server.base + p for p in paths[: args.rss_pages]]
+                index = server.write_index(paths[: args.rss_pages])
                 samples: list[tuple[int, int, int]] = []
-                t, jobs = run_until_done(core, "rss", rss_urls, samples, render="always", **common)
-                report("rendered, RSS run", t, jobs)
+                t, jobs = crawl(
+                    core, "rss", index, args.rss_pages, samples, render="always", **common
+                )
+                report("crawl, rendered, RSS run", t, jobs)
                 for done, rss, pss in samples:
                     print(
                         f"  after {done:>4} pages: peak worker group RSS {rss / 1024:7.1f} MiB"

@@ -31,6 +31,7 @@ __all__ = ["STATE_DIR_ENV", "HostSlots", "default_state_dir"]
 
 STATE_DIR_ENV = "WEB_STATE_DIR"
 _POLL_S = 0.05
+_FIRST_POLL_S = 0.002
 _MAX_NOT_BEFORE_S = 3600.0
 
 
@@ -104,6 +105,9 @@ class HostSlots:
 
 
 def _lock(handle: int, host: str, give_up: float) -> None:
+    # Polled, not blocking, so the wait is bounded; from 2 ms doubling to 50 ms, as a fetch
+    # of a small page holds the lock for a few milliseconds only.
+    pause = _FIRST_POLL_S
     while True:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -111,4 +115,5 @@ def _lock(handle: int, host: str, give_up: float) -> None:
         except BlockingIOError:
             if time.monotonic() > give_up:
                 raise FetchFailed(f"politeness: {host} stayed busy (another fetch)") from None
-            time.sleep(_POLL_S)
+            time.sleep(pause)
+            pause = min(pause * 2, _POLL_S)
