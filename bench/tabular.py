@@ -1,6 +1,12 @@
-"""bench/tabular: a generated N-row x 10-column csv through `telha run`, end to end.
+"""bench/tabular: a generated N-row x 10-column csv (or xlsx) through `telha run`, end to end.
 
     .venv/bin/python bench/tabular.py [--rows N ...] [--chunk-rows N] [--keep DIR]
+    .venv/bin/python bench/tabular.py --xlsx [--rows N ...]    # default N: 200,000
+
+With --xlsx, each N is run twice in the same run: as an xlsx workbook (the same ten
+columns, typed cells: numbers, a date-formatted date, booleans, text) beside fastexcel's
+bare read of it (`read_excel(...).load_sheet(0).to_polars()`, in a fresh interpreter),
+then as the csv, so the two paths' rows/s are measured on the same machine state.
 
 For each N (default 1,000,000) it writes the csv (ints, floats, strings, a day-first date
 column, booleans), then times, in the same run:
@@ -44,6 +50,44 @@ def write_csv(path: Path, rows: int) -> None:
                 f"{CITIES[i % 5]},{'true' if i % 2 else 'false'},{(i % 97) / 97:.4f},"
                 f"C{i % 10000:05d},note for row {i}\n"
             )
+
+
+def write_xlsx(path: Path, rows: int) -> None:
+    """The csv's rows as a workbook of typed cells (xlsxwriter, streaming)."""
+    import datetime as dt
+
+    import xlsxwriter
+
+    book = xlsxwriter.Workbook(str(path), {"constant_memory": True})
+    book.set_properties({"created": dt.datetime(2026, 1, 1, tzinfo=dt.UTC)})
+    date = book.add_format({"num_format": "dd/mm/yyyy"})
+    sheet = book.add_worksheet("Data")
+    header = [
+        "id",
+        "name",
+        "amount",
+        "qty",
+        "effective date",
+        "city",
+        "active",
+        "ratio",
+        "code",
+        "note",
+    ]
+    sheet.write_row(0, 0, header)
+    for i in range(rows):
+        row = i + 1
+        sheet.write_number(row, 0, i)
+        sheet.write_string(row, 1, f"name {i}")
+        sheet.write_number(row, 2, i * 1.25)
+        sheet.write_number(row, 3, i % 1000)
+        sheet.write_datetime(row, 4, dt.datetime(2026, i % 12 + 1, i % 28 + 1), date)
+        sheet.write_string(row, 5, CITIES[i % 5])
+        sheet.write_boolean(row, 6, bool(i % 2))
+        sheet.write_number(row, 7, (i % 97) / 97)
+        sheet.write_string(row, 8, f"C{i % 10000:05d}")
+        sheet.write_string(row, 9, f"note for row {i}")
+    book.close()
 
 
 def rss_kib(pid: int, field: str = "VmRSS") -> int:
@@ -115,7 +159,7 @@ def config(root: Path, chunk_rows: int, memory_mb: int) -> Path:
         'listen = "127.0.0.1:0"\n'
         f'data_dir = "{root / "data"}"\n'
         "[pools.tabular]\n"
-        'formats = ["csv"]\n'
+        'formats = ["csv", "xlsx"]\n'
         "workers = 1\n"
         f'command = ["{PYTHON}", "-m", "tabular_worker"]\n'
         "job_timeout_secs = 3600\n"
@@ -127,10 +171,18 @@ def config(root: Path, chunk_rows: int, memory_mb: int) -> Path:
     return path
 
 
-def bare_read_csv(path: Path) -> float:
+_BARE = {
+    "csv": "import polars as pl\nread = lambda path: pl.read_csv(path)\n",
+    "xlsx": "import fastexcel\n"
+    "read = lambda path: fastexcel.read_excel(path).load_sheet(0).to_polars()\n",
+}
+
+
+def bare_read(path: Path, kind: str) -> float:
+    """Seconds polars' read_csv (csv) or fastexcel (xlsx) takes over `path`, alone."""
     code = (
-        "import sys, time, polars as pl\n"
-        "t = time.perf_counter(); pl.read_csv(sys.argv[1]); print(time.perf_counter() - t)\n"
+        "import sys, time\n" + _BARE[kind] + "t = time.perf_counter(); read(sys.argv[1]); "
+        "print(time.perf_counter() - t)\n"
     )
     done = subprocess.run(
         [str(PYTHON), "-c", code, str(path)], capture_output=True, text=True, check=True
@@ -138,15 +190,15 @@ def bare_read_csv(path: Path) -> float:
     return float(done.stdout)
 
 
-def one(rows: int, chunk_rows: int, memory_mb: int, keep: Path | None) -> None:
+def one(rows: int, chunk_rows: int, memory_mb: int, keep: Path | None, kind: str = "csv") -> None:
     with tempfile.TemporaryDirectory(prefix="bench-tabular-") as tmp:
         root = keep or Path(tmp)
         root.mkdir(parents=True, exist_ok=True)
-        csv = root / f"bench-{rows}.csv"
+        csv = root / f"bench-{rows}.{kind}"
         t0 = time.perf_counter()
-        write_csv(csv, rows)
+        (write_xlsx if kind == "xlsx" else write_csv)(csv, rows)
         print(
-            f"rows={rows:,}  file={csv.stat().st_size / 1e6:.1f} MB  "
+            f"{kind} rows={rows:,}  file={csv.stat().st_size / 1e6:.1f} MB  "
             f"(written in {time.perf_counter() - t0:.1f} s)"
         )
         args = [
@@ -175,13 +227,14 @@ def one(rows: int, chunk_rows: int, memory_mb: int, keep: Path | None) -> None:
         if job.get("state") != "succeeded":
             print(f"  job did not succeed: {json.dumps(job)[:2000]}\n{err[-3000:]}")
             return
-        bare = bare_read_csv(csv)
+        bare = bare_read(csv, kind)
+        reader = "fastexcel load_sheet" if kind == "xlsx" else "polars read_csv"
         print(
             f"  telha run, end to end to a visible graph: {elapsed:.1f} s  "
             f"({rows / elapsed:,.0f} rows/s, {job['node_count']:,} nodes)"
         )
         print(
-            f"  polars read_csv of the same file:          {bare:.2f} s  "
+            f"  {reader} of the same file:     {bare:.2f} s  "
             f"(end to end is {elapsed / bare:.0f}x that)"
         )
         print(
@@ -203,7 +256,12 @@ def one(rows: int, chunk_rows: int, memory_mb: int, keep: Path | None) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, nargs="+", default=[1_000_000])
+    parser.add_argument("--rows", type=int, nargs="+", default=None)
+    parser.add_argument(
+        "--xlsx",
+        action="store_true",
+        help="an xlsx workbook of the same rows, then the csv, each N (default 200,000)",
+    )
     parser.add_argument("--chunk-rows", type=int, default=10_000)
     parser.add_argument(
         "--memory-mb",
@@ -218,7 +276,9 @@ def main() -> int:
         return 1
     memory_mb = args.memory_mb or shipped_memory_mb()
     print(f"worker memory_mb (RLIMIT_AS) = {memory_mb}")
-    for rows in args.rows:
+    for rows in args.rows or ([200_000] if args.xlsx else [1_000_000]):
+        if args.xlsx:
+            one(rows, args.chunk_rows, memory_mb, args.keep, "xlsx")
         one(rows, args.chunk_rows, memory_mb, args.keep)
     return 0
 

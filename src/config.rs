@@ -13,8 +13,8 @@ use crate::failure::FailureKind;
 /// Formats the core accepts even when no pool declares them (workers may join from
 /// other hosts). Pools add their own.
 pub const BUILTIN_FORMATS: &[&str] = &[
-    "code", "code-archive", "csv", "docling", "docx", "eml", "html", "md", "msg", "parquet", "pdf",
-    "text", "tsv", "txt", "web", "xlsx",
+    "code", "code-archive", "csv", "docling", "docx", "eml", "html", "md", "msg", "ods", "parquet", "pdf",
+    "text", "tsv", "txt", "web", "xls", "xlsb", "xlsx",
 ];
 
 #[derive(Debug, thiserror::Error)]
@@ -360,13 +360,24 @@ pub fn format_for_path(path: &Path) -> Option<&'static str> {
     if ARCHIVES.iter().any(|suffix| name.ends_with(suffix)) {
         return Some("code-archive");
     }
+    // Compressed delimited text: the tabular worker tells gzip/zstd/bzip2/xz from the bytes.
+    if let Some((stem, _)) = name.rsplit_once('.').filter(|(_, z)| matches!(*z, "gz" | "zst" | "zstd" | "bz2" | "xz")) {
+        match stem.rsplit_once('.').map(|(_, e)| e) {
+            Some("csv") => return Some("csv"),
+            Some("tsv" | "tab") => return Some("tsv"),
+            _ => {}
+        }
+    }
     let ext = name.rsplit_once('.')?.1;
     Some(match ext {
         "txt" | "text" => "txt",
         "md" | "markdown" => "md",
         "csv" => "csv",
         "tsv" | "tab" => "tsv",
-        "xlsx" => "xlsx",
+        "xlsx" | "xlsm" => "xlsx",
+        "xls" => "xls",
+        "xlsb" => "xlsb",
+        "ods" => "ods",
         "parquet" => "parquet",
         "pdf" => "pdf",
         "docx" => "docx",
@@ -459,7 +470,8 @@ mod tests {
             ("repo.tar.bz2", "code-archive"), ("repo.tar", "code-archive"), ("repo.zip", "code-archive"),
             ("lib.rs", "code"), ("app.tsx", "code"), ("x.hpp", "code"), ("m.mjs", "code"),
             ("paper.pdf", "pdf"), ("memo.DOCX", "docx"), ("page.htm", "html"), ("notes.md", "md"),
-            ("doc.json", "docling"), ("sheet.csv", "csv"),
+            ("doc.json", "docling"), ("sheet.csv", "csv"), ("sheet.csv.gz", "csv"), ("sheet.CSV.ZST", "csv"),
+            ("t.tsv.xz", "tsv"), ("book.xlsm", "xlsx"), ("old.xls", "xls"), ("b.xlsb", "xlsb"), ("c.ods", "ods"),
         ];
         for (name, format) in cases {
             assert_eq!(format_for_path(Path::new(name)), Some(format), "{name}");

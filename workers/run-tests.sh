@@ -10,8 +10,8 @@ bin=.venv/bin
 
 $bin/ruff check workers
 $bin/ruff format --check workers
-$bin/mypy workers/common/src workers/example/src workers/email/src workers/tabular/src workers/web/src \
+$bin/mypy workers/common/src workers/example/src workers/email/src workers/tabular/src \
     workers/common/tests workers/example/tests workers/email/tests workers/tabular/tests \
-    workers/web/tests
+    workers/docling/src workers/docling/tests workers/web/src workers/web/tests
 $bin/python workers/gen_stubs.py --check
 $bin/pytest "$@"

@@ -77,6 +77,7 @@ class MsgRecipient:
     name: str
     address: str
     kind: int  # 1 To, 2 Cc, 3 Bcc
+    address_type: str = "SMTP"  # "EX": `address` is an X.500 name, no SMTP address stream
 
 
 @dataclass
@@ -91,12 +92,17 @@ class Msg:
     subject: str = ""
     sender_name: str = ""
     sender_address: str = ""
+    sender_x500: str = ""
+    """An Exchange-only sender: PR_SENDER_EMAIL_ADDRESS is this X.500 name, type EX, and
+    there is no SMTP address (sender_address stays empty)."""
     body: str | None = None
     html: bytes | None = None
     transport_headers: str | None = None
     message_id: str | None = None
     in_reply_to: str | None = None
     submit_time: datetime | None = None
+    internet_cpid: int | None = None
+    """PR_INTERNET_CPID: the code page of the HTML body."""
     recipients: list[MsgRecipient] = field(default_factory=list)
     attachments: list[MsgAttachment] = field(default_factory=list)
 
@@ -122,7 +128,8 @@ def msg(spec: Msg) -> bytes:
             0x001A: "IPM.Note",
             0x0037: spec.subject,
             0x0C1A: spec.sender_name or None,
-            0x0C1F: spec.sender_address or None,
+            0x0C1E: "EX" if spec.sender_x500 else None,
+            0x0C1F: spec.sender_x500 or spec.sender_address or None,
             0x5D01: spec.sender_address or None,
             0x1000: spec.body,
             0x007D: spec.transport_headers,
@@ -135,6 +142,8 @@ def msg(spec: Msg) -> bytes:
         props += _variable(0x1013 << 16 | _PT_BINARY, len(spec.html))
     if spec.submit_time is not None:
         props += _fixed(0x0039 << 16 | _PT_SYSTIME, _filetime(spec.submit_time))
+    if spec.internet_cpid is not None:
+        props += _fixed(0x3FDE << 16 | _PT_LONG, spec.internet_cpid)
     for index, recipient in enumerate(spec.recipients):
         storage = f"__recip_version1.0_#{index:08X}"
         writer.addEntry(storage, storage=True)
@@ -143,9 +152,9 @@ def msg(spec: Msg) -> bytes:
             f"{storage}/",
             {
                 0x3001: recipient.name,
-                0x3002: "SMTP",
+                0x3002: recipient.address_type,
                 0x3003: recipient.address,
-                0x39FE: recipient.address,
+                0x39FE: recipient.address if recipient.address_type == "SMTP" else None,
             },
         )
         recipient_props += _fixed(0x0C15 << 16 | _PT_LONG, recipient.kind)

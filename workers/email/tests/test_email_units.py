@@ -19,7 +19,7 @@ from email_worker.identity import (
     subject_normalized,
 )
 from email_worker.quotes import quote_ranges
-from email_worker.temporal import relative_mentions, self_dates
+from workers_common.temporal import relative_mentions, self_dates
 
 
 @pytest.mark.parametrize(
@@ -95,6 +95,40 @@ def test_decode_bytes_repairs_lying_charsets() -> None:
     assert decode_bytes(b"\x81\x8d", "utf-8") == ("\x81\x8d", "charset:utf-8->latin-1")
     assert decode_bytes("Grüße".encode("latin-1"), "ISO-8859-1") == ("Grüße", None)
     assert decode_bytes(b"plain", None) == ("plain", None)
+
+
+def test_decode_bytes_replaces_only_the_bad_bytes_of_a_declared_charset() -> None:
+    # One byte Windows-1251 leaves undefined (0x98) in a Cyrillic body: the body stays
+    # Cyrillic, the byte becomes U+FFFD and is counted (was: the whole body as 1252).
+    cyrillic = "Привет, мир".encode("cp1251") + b"\x98!"
+    assert decode_bytes(cyrillic, "windows-1251") == (
+        "Привет, мир\ufffd!",
+        "charset:windows-1251:replaced:1",
+    )
+    # A cut-off multi-byte character in a long UTF-8 body is one replacement too.
+    assert decode_bytes("Grüße aus Köln".encode() + b"\xc3", "utf-8") == (
+        "Grüße aus Köln\ufffd",
+        "charset:utf-8:replaced:1",
+    )
+
+
+def test_decode_bytes_reads_known_supersets() -> None:
+    # 镕 is GBK, not GB 2312: mail clients write GBK/GB 18030 and call it gb2312.
+    assert decode_bytes("朱镕基说".encode("gbk"), "gb2312") == (
+        "朱镕基说",
+        "charset:gb2312->gb18030",
+    )
+    assert decode_bytes("纯文本".encode("gb2312"), "gb2312") == ("纯文本", None)
+    # Windows-1252 quotes labelled iso-8859-1 are quotes, not C1 control characters.
+    assert decode_bytes(b"\x93quoted\x94 \x96 dash", "iso-8859-1") == (
+        "\u201cquoted\u201d \u2013 dash",
+        "charset:iso-8859-1->cp1252",
+    )
+    assert decode_bytes("ｶﾀｶﾅ①".encode("cp932"), "shift_jis") == (
+        "ｶﾀｶﾅ①",
+        "charset:shift_jis->cp932",
+    )
+    assert decode_bytes(b"caf\xe9", "windows-874") == ("caf\u0e49", None)  # a WHATWG label
 
 
 def test_clean_text_turns_smuggled_bytes_back_into_text() -> None:
@@ -223,6 +257,16 @@ def test_self_dates_conflict_only_when_far_from_the_header() -> None:
         ("mail.msg", "", b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1rest", "msg"),
         ("mail.msg", "", b"From: a@b", None),
         ("pic.png", "image/png", b"\x89PNG", None),
+        # Issue 16: the spreadsheet variants and compressed csv the tabular pool reads.
+        ("old.xls", "", b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1rest", "xls"),
+        ("old.xls", "", b"a,b\n", None),
+        ("big.xlsb", "", b"PK\x03\x04....", "xlsb"),
+        ("macro.xlsm", "", b"PK\x03\x04....", "xlsx"),
+        ("plan.ods", "", b"PK\x03\x04....", "ods"),
+        ("q.csv.gz", "application/gzip", b"\x1f\x8b\x08rest", "csv"),
+        ("q.tsv.zst", "", b"\x28\xb5\x2f\xfdrest", "tsv"),
+        ("q.csv.gz", "", b"a,b\n", None),
+        ("notes.txt.gz", "", b"\x1f\x8b\x08rest", None),
     ],
 )
 def test_detect_format(filename: str, content_type: str, data: bytes, expected: str | None) -> None:

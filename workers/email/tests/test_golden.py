@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import fidelity_corpus
 import pytest
 
 from email_worker import handle
@@ -100,6 +101,44 @@ CORPUS: dict[str, Case] = {
                     part(
                         [("Content-Type", "text/plain; charset=us-ascii")],
                         "Noch ein Teil: naïve café.".encode(),
+                    ),
+                ],
+            ),
+        )
+    ),
+    # Charsets per part (issue 16): a Windows-1251 body with one byte that charset leaves
+    # undefined (0x98: replaced and counted, the rest stays Cyrillic), GBK text labelled
+    # gb2312 (read as GB 18030, its superset) in the body and in an encoded-word Subject,
+    # Windows-1252 quotes labelled iso-8859-1 (read as 1252). Before: each of these parts
+    # came out as Windows-1252 or Latin-1 mojibake.
+    "charsets-per-part": Case(
+        eml(
+            [
+                ("Message-ID", "<cpp@example.cn>"),
+                ("Date", "Tue, 3 Mar 2026 08:00:00 +0800"),
+                ("From", "li@example.cn"),
+                ("To", "ivan@example.ru"),
+                (
+                    "Subject",
+                    "=?gb2312?B?" + base64.b64encode("朱镕基说".encode("gbk")).decode() + "?=",
+                ),
+                ("MIME-Version", "1.0"),
+                ("Content-Type", 'multipart/mixed; boundary="p"'),
+            ],
+            multipart(
+                "p",
+                [
+                    part(
+                        [("Content-Type", "text/plain; charset=windows-1251")],
+                        "Привет, мир".encode("cp1251") + b"\x98",
+                    ),
+                    part(
+                        [("Content-Type", 'text/plain; charset="gb2312"')],
+                        "朱镕基说你好".encode("gbk"),
+                    ),
+                    part(
+                        [("Content-Type", "text/plain; charset=iso-8859-1")],
+                        b"\x93Quoted\x94 \x96 caf\xe9",
                     ),
                 ],
             ),
@@ -289,6 +328,14 @@ CORPUS: dict[str, Case] = {
         ),
         format="msg",
     ),
+    # Issue 16's real-world classes (fidelity_corpus.py says why each byte is there).
+    "bounce": Case(fidelity_corpus.bounce()),
+    "named-body": Case(fidelity_corpus.named_body()),
+    "named-html-body": Case(fidelity_corpus.named_html_body()),
+    "addresses": Case(fidelity_corpus.addresses()),
+    "outlook-exchange": Case(fidelity_corpus.outlook_exchange(), format="msg"),
+    "enclosed-base64": Case(fidelity_corpus.encoded_enclosed("base64")),
+    "enclosed-quoted-printable": Case(fidelity_corpus.encoded_enclosed("quoted-printable")),
 }
 
 
@@ -312,7 +359,9 @@ def test_golden(name: str, write: Any, golden: GoldenDir) -> None:
     golden.check(name, subs)
 
 
-@pytest.mark.parametrize("name", ["reply-thread", "charsets", "outlook"])
+@pytest.mark.parametrize(
+    "name", ["reply-thread", "charsets", "outlook", "bounce", "outlook-exchange"]
+)
 def test_deterministic_across_processes(name: str, write: Any) -> None:
     case = CORPUS[name]
     check_determinism("email_worker:handle", write(name), format=case.format, options=case.options)

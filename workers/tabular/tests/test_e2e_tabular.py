@@ -48,7 +48,7 @@ def _config(root: Path, *, workers: int = 2) -> Path:
         "backoff_base_ms = 50\n"
         "backoff_max_ms = 100\n"
         "[pools.tabular]\n"
-        'formats = ["csv", "tsv", "xlsx", "parquet"]\n'
+        'formats = ["csv", "tsv", "xlsx", "xlsb", "xls", "ods", "parquet"]\n'
         f"workers = {workers}\n"
         f'command = ["{sys.executable}", "-m", "tabular_worker"]\n'
         "job_timeout_secs = 240\n"
@@ -60,9 +60,14 @@ def _config(root: Path, *, workers: int = 2) -> Path:
     return config
 
 
-def telha_run(root: Path, files: list[Path], options: dict[str, Any]) -> list[dict[str, Any]]:
-    """`telha run --json` over `files`; the jobs in the order of `files`."""
+def telha_run(
+    root: Path, files: list[Path], options: dict[str, Any], fmt: str | None = None
+) -> list[dict[str, Any]]:
+    """`telha run --json` over `files` (`--format fmt` when given: for the file names the
+    core does not map to a format yet); the jobs in the order of `files`."""
     args = [str(TELHA_BIN), "--config", str(_config(root)), "run", "--json"]
+    if fmt is not None:
+        args += ["--format", fmt]
     for key, value in options.items():
         args += ["--option", f"{key}={json.dumps(value)}"]
     env = {k: v for k, v in os.environ.items() if not k.startswith("TELHA_")}
@@ -90,18 +95,20 @@ def _expected(fixture: Fixture, path: Path, name: str, options: dict[str, Any]) 
     )
 
 
-def _groups(fixtures: dict[str, Fixture]) -> dict[str, list[str]]:
-    """Fixture names by their options: one `telha run` per distinct set of options."""
-    groups: dict[str, list[str]] = defaultdict(list)
+def _groups(fixtures: dict[str, Fixture]) -> dict[tuple[str, str | None], list[str]]:
+    """Fixture names by their options and, for names the core cannot map to a format,
+    their format: one `telha run` per group."""
+    groups: dict[tuple[str, str | None], list[str]] = defaultdict(list)
     for name, fixture in sorted(fixtures.items()):
-        groups[json.dumps(fixture.options, sort_keys=True)].append(name)
+        fmt = None if fixture.core_knows_format else fixture.format
+        groups[json.dumps(fixture.options, sort_keys=True), fmt].append(name)
     return groups
 
 
 def test_every_golden_file_through_telha_run(tmp_path: Path) -> None:
     """Each corpus file succeeds on its first attempt with the projection the conformance
     kit computes: same node count, and the same bytes where no core id is inside them."""
-    for index, (options_json, names) in enumerate(_groups(CORPUS).items()):
+    for index, ((options_json, fmt), names) in enumerate(_groups(CORPUS).items()):
         options = json.loads(options_json)
         root = tmp_path / f"run{index}"
         (root / "in").mkdir(parents=True)
@@ -109,7 +116,8 @@ def test_every_golden_file_through_telha_run(tmp_path: Path) -> None:
         for name in names:
             paths.append(root / "in" / CORPUS[name].filename)
             paths[-1].write_bytes(CORPUS[name].data)
-        for name, path, job in zip(names, paths, telha_run(root, paths, options), strict=True):
+        jobs = telha_run(root, paths, options, fmt)
+        for name, path, job in zip(names, paths, jobs, strict=True):
             assert (job["state"], job["failures"], job["attempts"]) == ("succeeded", [], 0), job
             subs = _expected(CORPUS[name], path, job["name"], options)
             nodes = sum(len(json.loads(raw)["nodes"]) for raw in subs)
@@ -155,14 +163,14 @@ def test_every_bad_input_dead_lettered_with_its_reason(tmp_path: Path) -> None:
     """Each bad input fails once, permanently, with its typed kind and a reason that says
     what was wrong: no retry, no hang, no crash of the worker."""
     bad = {name: fixture for name, (fixture, _, _) in BAD.items()}
-    for index, (options_json, names) in enumerate(_groups(bad).items()):
+    for index, ((options_json, fmt), names) in enumerate(_groups(bad).items()):
         root = tmp_path / f"run{index}"
         (root / "in").mkdir(parents=True)
         paths = []
         for name in names:
             paths.append(root / "in" / bad[name].filename)
             paths[-1].write_bytes(bad[name].data)
-        jobs = telha_run(root, paths, json.loads(options_json))
+        jobs = telha_run(root, paths, json.loads(options_json), fmt)
         for name, job in zip(names, jobs, strict=True):
             _, kind, phrase = BAD[name]
             assert job["state"] == "dead", (name, job)

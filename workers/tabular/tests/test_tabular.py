@@ -97,8 +97,8 @@ def test_row_spans_cut_exactly_their_lines(name: str, tmp_path: Path) -> None:
     assert [r["start"] for r in rows] == sorted(r["start"] for r in rows)
 
 
-def test_serves_the_four_formats() -> None:
-    assert sorted(HANDLERS) == ["csv", "parquet", "tsv", "xlsx"]
+def test_serves_its_formats() -> None:
+    assert sorted(HANDLERS) == ["csv", "ods", "parquet", "tsv", "xls", "xlsb", "xlsx"]
 
 
 @pytest.mark.parametrize("name", sorted(BAD))

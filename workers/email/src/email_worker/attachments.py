@@ -49,7 +49,8 @@ FORMATS_ENV = "EMAIL_ATTACHMENT_FORMATS"
 unset means every format below. A format outside it gets an ATTACHMENT node only."""
 
 _EXTENSIONS = {
-    "csv": "csv", "tsv": "tsv", "tab": "tsv", "xlsx": "xlsx", "parquet": "parquet",
+    "csv": "csv", "tsv": "tsv", "tab": "tsv", "xlsx": "xlsx", "xlsm": "xlsx", "xlsb": "xlsb",
+    "xls": "xls", "ods": "ods", "parquet": "parquet",
     "pdf": "pdf", "docx": "docx", "html": "html", "htm": "html", "md": "md",
     "markdown": "md", "txt": "txt", "text": "txt", "eml": "eml", "msg": "msg",
 }  # fmt: skip
@@ -65,7 +66,15 @@ _CONTENT_TYPES = {
     "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": "xlsx",
     "application/vnd.openxmlformats-officedocument.wordprocessingml.document": "docx",
     "application/vnd.apache.parquet": "parquet",
+    "application/vnd.ms-excel": "xls",
+    "application/vnd.ms-excel.sheet.binary.macroenabled.12": "xlsb",
+    "application/vnd.ms-excel.sheet.macroenabled.12": "xlsx",
+    "application/vnd.oasis.opendocument.spreadsheet": "ods",
 }
+# A csv/tsv compressed (report.csv.gz): routed as csv/tsv when the bytes carry the
+# compression's magic number; the tabular worker inflates it.
+_COMPRESSED = {"gz": b"\x1f\x8b", "zst": b"\x28\xb5\x2f\xfd", "zstd": b"\x28\xb5\x2f\xfd"}
+_COMPRESSIBLE = frozenset({"csv", "tsv"})
 ROUTABLE_FORMATS = frozenset(_EXTENSIONS.values())
 """Every format this worker can name for an attachment (all are formats the core knows)."""
 
@@ -77,6 +86,9 @@ _SIGNATURES = {
     "pdf": (_PDF,),
     "parquet": (_PARQUET,),
     "xlsx": (_ZIP,),
+    "xlsb": (_ZIP,),
+    "ods": (_ZIP,),
+    "xls": (_OLE,),
     "docx": (_ZIP,),
     "msg": (_OLE,),
 }
@@ -107,8 +119,22 @@ def _looks_binary(data: bytes) -> bool:
     return b"\x00" in head or head.startswith((_PDF, _PARQUET, _ZIP, _OLE))
 
 
+def _compressed_text(filename: str, data: bytes) -> Route | None:
+    stem, dot, extension = filename.lower().rpartition(".")
+    magic = _COMPRESSED.get(extension) if dot else None
+    inner = _EXTENSIONS.get(stem.rpartition(".")[2]) if magic else None
+    if magic is None or inner not in _COMPRESSIBLE:
+        return None
+    if not data.startswith(magic):
+        return Route(None, f"named {extension}-compressed {inner} but the bytes lack its signature")
+    return Route(inner, f"{extension}-compressed {inner}: signature and name agree")
+
+
 def detect_format(filename: str, content_type: str, data: bytes) -> Route:
     """The attachment's format by extension (or content type) and magic bytes."""
+    compressed = _compressed_text(filename, data)
+    if compressed is not None:
+        return compressed
     if data.startswith(_PDF):
         return Route("pdf", "signature %PDF-")
     if data.startswith(_PARQUET) and data.endswith(_PARQUET):

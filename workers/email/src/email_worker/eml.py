@@ -5,8 +5,12 @@ The walk over the MIME tree is bounded: parts nested deeper than `MAX_DEPTH` are
 (and counted as a defect) rather than followed, and a tree so deep that the parser
 itself recurses out falls back to the headers alone. multipart/alternative contributes
 one body (plain text preferred, HTML rendered to text otherwise); text parts that are
-not attachments make up the body; everything else is an attachment; an enclosed
-message/rfc822 is an attachment that is also parsed, for its MESSAGE id.
+not attachments make up the body (a part with a file name only when it is the first
+text part, which is the one `get_body()` would return); everything else is an
+attachment; an enclosed message/rfc822 is an attachment that is also parsed, for its
+MESSAGE id (decoded first when it was base64 or quoted-printable encoded). A
+message/delivery-status part is a report (reports.py), a text/rfc822-headers part the
+returned message's headers: neither is an attachment.
 """
 
 from __future__ import annotations
@@ -23,7 +27,14 @@ from .dates import parse_date_header, received_dates
 from .headers import MAX_RECIPIENTS, all_headers, first_header, mailboxes
 from .html_text import html_to_text
 from .identity import message_ids_in
-from .model import ParsedAttachment, ParsedMessage
+from .model import DeliveryReport, ParsedAttachment, ParsedMessage
+from .reports import (
+    DELIVERY_STATUS_TYPES,
+    RETURNED_HEADERS_TYPES,
+    message_body_bytes,
+    parse_delivery_status,
+    transfer_encoded,
+)
 
 __all__ = ["IDENTIFYING_HEADERS", "MAX_DEPTH", "parse_eml", "read_message"]
 
@@ -84,6 +95,8 @@ def read_message(
         sources = sorted({source for source, text in walker.body if text.strip()})
         parsed.body_source = "+".join(sources) if sources else "none"
         parsed.attachments = walker.attachments
+        parsed.delivery_reports = walker.reports
+        parsed.returned = walker.returned
         parsed.defects += walker.defects
     parsed.defects = sorted(set(parsed.defects))
     return parsed
@@ -95,6 +108,8 @@ class _Walker:
     def __init__(self) -> None:
         self.body: list[tuple[str, str]] = []
         self.attachments: list[ParsedAttachment] = []
+        self.reports: list[DeliveryReport] = []
+        self.returned: list[ParsedMessage] = []
         self.defects: list[str] = []
 
     def _note(self, defects: list[MessageDefect]) -> None:
@@ -108,6 +123,12 @@ class _Walker:
         content_type = part.get_content_type()
         if content_type in _MESSAGE_TYPES:
             self._enclosed(part, depth, truncated)
+            return
+        if content_type in DELIVERY_STATUS_TYPES:
+            self.reports.append(parse_delivery_status(part, self.defects))
+            return
+        if content_type in RETURNED_HEADERS_TYPES:
+            self._returned_headers(part, depth)
             return
         if part.is_multipart():
             children = [child for child in part.get_payload() if isinstance(child, Message)]
@@ -126,7 +147,10 @@ class _Walker:
         disposition = part.get_content_disposition()
         payload = part.get_payload(decode=True)
         data = payload if isinstance(payload, bytes) else b""
-        if content_type in _BODY_TYPES and disposition != "attachment" and not filename:
+        # get_body() ignores file names: a named inline (or undispositioned) text part is
+        # the body when no text came before it; later named ones stay files.
+        body_like = content_type in _BODY_TYPES and disposition != "attachment"
+        if body_like and (not filename or not any(t.strip() for _, t in self.body)):
             text, defect = decode_bytes(data, part.get_content_charset())
             if defect:
                 self.defects.append(defect)
@@ -145,13 +169,22 @@ class _Walker:
             )
         )
 
+    def _returned_headers(self, part: Message, depth: int) -> None:
+        headers = BytesHeaderParser(policy=policy.default).parsebytes(message_body_bytes(part))
+        self.returned.append(read_message(headers, depth=depth + 1, walk_body=False))
+
     def _enclosed(self, part: Message, depth: int, truncated: bool) -> None:
         payload = part.get_payload()
         inner = payload[0] if isinstance(payload, list) and payload else None
         if not isinstance(inner, Message):
             self.defects.append("mime:empty_enclosed_message")
             return
-        data = inner.as_bytes(policy=policy.default) if isinstance(inner, EmailMessage) else b""
+        if transfer_encoded(part):
+            # Parsed as the encoded text: decode it and parse the message it holds.
+            data = message_body_bytes(part)
+            inner = BytesParser(policy=policy.default).parsebytes(data)
+        else:
+            data = inner.as_bytes(policy=policy.default) if isinstance(inner, EmailMessage) else b""
         enclosed = read_message(inner, depth=depth + 1)
         subject = enclosed.subject or "message"
         self.attachments.append(

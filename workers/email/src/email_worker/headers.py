@@ -3,16 +3,20 @@
 Shared by both containers: an .eml's headers and the transport headers an Outlook .msg
 keeps (PR_TRANSPORT_MESSAGE_HEADERS) are read the same way. `policy.default` decodes
 encoded words and parses address lists; when its parser gives up on a value, the
-compat32 reading of the same text is used instead.
+compat32 reading of the same text is used instead. An encoded word whose declared
+charset fails on some bytes (GBK text labelled gb2312, the commonest case) comes out of
+the policy with U+FFFD in it: such a value is decoded again from its raw text, each
+encoded word by the same rules as a body part (charsets.decode_bytes).
 """
 
 from __future__ import annotations
 
+from email.header import decode_header
 from email.headerregistry import Group
 from email.message import Message
 from email.utils import getaddresses
 
-from .charsets import clean_text
+from .charsets import clean_text, decode_bytes
 from .model import Mailbox
 
 __all__ = ["MAX_RECIPIENTS", "all_headers", "first_header", "mailboxes"]
@@ -23,12 +27,31 @@ MAX_RECIPIENTS = 50_000
 
 def all_headers(message: Message, name: str) -> list[str]:
     out = []
-    for value in message.get_all(name) or []:
+    for index, value in enumerate(message.get_all(name) or []):
         try:
-            out.append(clean_text(str(value)))
+            text = clean_text(str(value))
         except Exception:  # a header the policy cannot render: keep what the source said
-            out.append(clean_text(getattr(value, "_raw", "") or ""))
+            text = clean_text(getattr(value, "_raw", "") or "")
+        if "\ufffd" in text:
+            text = _redecoded(message, name, index) or text
+        out.append(text)
     return out
+
+
+def _redecoded(message: Message, name: str, index: int) -> str | None:
+    """The `index`-th `name` header decoded again from its raw encoded words."""
+    raws = [raw for key, raw in message.raw_items() if key.lower() == name.lower()]
+    if index >= len(raws) or "=?" not in str(raws[index]):
+        return None
+    try:
+        chunks = decode_header(str(raws[index]))
+    except Exception:  # a malformed encoded word: keep the policy's reading
+        return None
+    text = "".join(
+        chunk if isinstance(chunk, str) else decode_bytes(chunk, charset)[0]
+        for chunk, charset in chunks
+    )
+    return " ".join(clean_text(text).split())
 
 
 def first_header(message: Message, name: str) -> str | None:

@@ -10,6 +10,11 @@ The scheme (documented in workers/email/README.md; the core scopes every id by t
   (From, To, Cc, Date, Subject) and the body text, so a re-ingest still upserts.
 - PERSON   `email:person:<local>@<domain>`, all lower-case, the domain in its IDNA
   (punycode) form so `bob@bücher.example` and `bob@xn--bcher-kva.example` are one node.
+  The local part is the parsed addr-spec's exactly: whitespace inside a quoted local part
+  (`"Big Bug bb"@bug.com`, what the standard library makes of `Big Bug bb@bug.com`) is
+  kept, whitespace outside quotes is folding and dropped. An Exchange-only mailbox (a
+  .msg sender or recipient with an X.500 address and no SMTP one) is
+  `email:person:x500:<distinguished name, lower-case, blanks folded>`.
 - ATTACHMENT `<message id>#attachment-<n>`, n counting the message's attachments from 0.
 
 A parent's IN_REPLY_TO / REFERENCES edges name `message_node_id(<the id it quotes>)`,
@@ -31,7 +36,9 @@ from .model import ParsedMessage
 __all__ = [
     "MESSAGE_PREFIX",
     "PERSON_PREFIX",
+    "X500_PREFIX",
     "fallback_message_node_id",
+    "is_x500",
     "message_ids_in",
     "message_node_id",
     "message_node_id_of",
@@ -108,9 +115,28 @@ def _idna_domain(domain: str) -> str:
         return domain
 
 
+X500_PREFIX = "x500:"
+
+
+def _unfolded(address: str) -> str:
+    """Whitespace dropped outside double quotes, runs of it folded to one space inside."""
+    pieces = address.split('"')
+    return '"'.join(
+        _SPACE.sub(" ", piece) if index % 2 else _SPACE.sub("", piece)
+        for index, piece in enumerate(pieces)
+    )
+
+
+def is_x500(address: str) -> bool:
+    """Whether `address` is an Exchange X.500 distinguished name (`/o=Org/ou=.../cn=bob`)."""
+    return address.lstrip().lower().startswith("/o=")
+
+
 def normalize_address(address: str) -> str | None:
     """`local@domain` lower-cased with an IDNA domain; None when there is no address."""
-    text = _SPACE.sub("", address).strip("<>")
+    if is_x500(address):
+        return X500_PREFIX + " ".join(address.split()).lower()
+    text = _unfolded(address.strip()).strip("<>")
     if not text or any(not ch.isprintable() for ch in text):
         return None
     local, at, domain = text.rpartition("@")

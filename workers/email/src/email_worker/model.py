@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-__all__ = ["Mailbox", "ParsedAttachment", "ParsedMessage"]
+__all__ = ["DeliveryRecipient", "DeliveryReport", "Mailbox", "ParsedAttachment", "ParsedMessage"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +39,33 @@ class ParsedAttachment:
     enclosed: ParsedMessage | None = None
     """For an enclosed message (message/rfc822, an embedded .msg): the message itself,
     parsed, so the parent can point at its MESSAGE id."""
+
+
+@dataclass(frozen=True, slots=True)
+class DeliveryRecipient:
+    """One per-recipient block of a delivery status notification (RFC 3464)."""
+
+    fields: tuple[tuple[str, str], ...]
+    """The block's fields as written (name, value), in order."""
+    final_recipient: str | None = None
+    """The Final-Recipient's address (its `rfc822;` type dropped), as given."""
+    original_recipient: str | None = None
+    action: str | None = None
+    """failed / delayed / delivered / relayed / expanded, lower-cased."""
+    status: str | None = None
+    """The enhanced status code (5.1.1), a comment after it dropped."""
+    diagnostic: str | None = None
+    remote_mta: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DeliveryReport:
+    """A message/delivery-status part: who reports, then one block per recipient."""
+
+    fields: tuple[tuple[str, str], ...]
+    """The per-message block (Reporting-MTA, Arrival-Date, ...) as written."""
+    reporting_mta: str | None
+    recipients: tuple[DeliveryRecipient, ...]
 
 
 @dataclass(slots=True)
@@ -80,3 +107,8 @@ class ParsedMessage:
     the nesting depth cap, …), as short stable strings."""
     recipients_dropped: int = 0
     """Recipients beyond the per-message cap, counted but not projected."""
+    delivery_reports: list[DeliveryReport] = field(default_factory=list)
+    """message/delivery-status parts (a bounce or delay report), in MIME order."""
+    returned: list[ParsedMessage] = field(default_factory=list)
+    """text/rfc822-headers parts: the headers of the message a report returns, parsed as
+    a message without a body."""

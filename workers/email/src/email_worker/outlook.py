@@ -16,6 +16,7 @@ class extract-msg does not support is `unsupported`.
 from __future__ import annotations
 
 import logging
+import re
 from datetime import UTC, datetime
 from email import policy
 from email.message import Message
@@ -39,7 +40,7 @@ from .charsets import clean_text, decode_bytes
 from .dates import parse_date_header, received_dates
 from .headers import MAX_RECIPIENTS, all_headers, first_header, mailboxes
 from .html_text import html_to_text
-from .identity import message_ids_in
+from .identity import is_x500, message_ids_in
 from .model import Mailbox, ParsedAttachment, ParsedMessage
 
 __all__ = ["OLE_SIGNATURE", "parse_msg"]
@@ -148,12 +149,21 @@ def read_msg(msg: Any, *, depth: int) -> ParsedMessage:
     return parsed
 
 
+# Sender addresses in order of trust: PR_SENDER_SMTP_ADDRESS, PR_SENT_REPRESENTING_SMTP_
+# ADDRESS, PR_SENDER_EMAIL_ADDRESS, PR_SENT_REPRESENTING_EMAIL_ADDRESS. The last two are
+# X.500 distinguished names for an Exchange-only sender (address type EX).
+_SENDER_ADDRESSES = ("5D01", "5D02", "0C1F", "0065")
+
+
 def _sender(msg: Any, budget: list[int]) -> list[Mailbox]:
-    address = _string(msg, "5D01") or _string(msg, "0C1F") or _string(msg, "0065")
-    if not address or "@" not in address:
+    found = [a.strip() for a in (_string(msg, p) for p in _SENDER_ADDRESSES) if a]
+    address = next((a for a in found if "@" in a), None)
+    # An Exchange-only sender has no SMTP address: its X.500 name still identifies it.
+    address = address or next((a for a in found if is_x500(a)), None)
+    if not address:
         return []
     budget[0] -= 1
-    return [Mailbox(address=address, name=_string(msg, "0C1A") or "")]
+    return [Mailbox(address=address, name=_string(msg, "0C1A") or _string(msg, "0042") or "")]
 
 
 def _recipient_table(msg: Any, budget: list[int]) -> dict[str, list[Mailbox]]:
@@ -179,10 +189,35 @@ def _body(msg: Any, parsed: ParsedMessage) -> None:
     # Only when there is no plain body: extract-msg also synthesizes HTML from it.
     html = _raw_html(msg)
     if html is not None:
-        text, defect = decode_bytes(html, None)
+        text, defect = decode_bytes(html, _html_charset(msg, html))
         if defect:
             parsed.defects.append(defect)
         parsed.body, parsed.body_source = html_to_text(clean_text(text)), "text/html"
+
+
+# Windows code page numbers Python's codec registry does not know by `cp<N>`.
+_CODE_PAGES = {
+    1200: "utf-16-le", 1201: "utf-16-be", 20127: "ascii", 20866: "koi8-r", 21866: "koi8-u",
+    50220: "iso2022_jp", 51932: "euc_jp", 51949: "euc_kr", 52936: "hz", 54936: "gb18030",
+    **{28590 + n: f"iso8859-{n}" for n in range(1, 16)},
+}  # fmt: skip
+_META_CHARSET = re.compile(
+    rb"""<meta[^>]{0,200}?charset\s*=\s*["']?([A-Za-z0-9_.:-]{1,40})""", re.I
+)
+
+
+def _html_charset(msg: Any, html: bytes) -> str | None:
+    """The HTML body's charset: PR_INTERNET_CPID (the code page Outlook wrote it in),
+    else the document's own <meta charset>; None leaves the choice to decode_bytes."""
+    try:
+        entry = msg.props.get("3FDE0003")
+        page = getattr(entry, "value", None)
+    except Exception:  # a damaged property stream reads as absent
+        page = None
+    if isinstance(page, int) and page > 0:
+        return _CODE_PAGES.get(page, f"cp{page}")
+    found = _META_CHARSET.search(html[:4096])
+    return found.group(1).decode("ascii") if found else None
 
 
 def _raw_html(msg: Any) -> bytes | None:

@@ -37,12 +37,13 @@ from .identity import (
     message_node_id_of,
     normalize_address,
     normalize_message_id,
-    person_node_id,
     subject_normalized,
 )
 from .layout import Writer, byte_offsets
 from .model import Mailbox, ParsedAttachment, ParsedMessage
+from .people import People, render_mailbox
 from .quotes import quote_ranges
+from .report_projection import project_reports, write_reports
 from .temporal_projection import BodyText, project_temporal
 
 __all__ = ["MAX_EMAIL_DEPTH", "ProjectionSettings", "project"]
@@ -65,39 +66,6 @@ class ProjectionSettings:
     """Options every child job inherits (clarify, max_attachment_bytes)."""
 
 
-@dataclass(slots=True)
-class _People:
-    """PERSON nodes of this submission, one per normalized address."""
-
-    builder: IngestionResultBuilder
-    refs: dict[str, NodeRef] = field(default_factory=dict)
-
-    def node(self, address: str, name: str, span: SpanRef) -> NodeRef:
-        ref = self.refs.get(address)
-        if ref is None:
-            properties = {"address": address, **({"name": name} if name else {})}
-            ref = self.builder.add_node(
-                ["PERSON"], properties, spans=[span], id=person_node_id(address)
-            )
-            self.refs[address] = ref
-        else:
-            self.builder.attach_span(ref, span)
-        return ref
-
-
-_SPECIALS = frozenset('()<>@,;:\\".[]')
-
-
-def _render(mailbox: Mailbox) -> str:
-    """`Name <address>` as RFC 5322 writes it: a name with specials is quoted."""
-    if not mailbox.name:
-        return mailbox.address
-    name = mailbox.name
-    if any(ch in _SPECIALS for ch in name):
-        name = '"' + name.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    return f"{name} <{mailbox.address}>"
-
-
 def _write_headers(
     writer: Writer, parsed: ParsedMessage
 ) -> tuple[list[SpanRef], list[tuple[str, Mailbox, SpanRef]]]:
@@ -115,7 +83,7 @@ def _write_headers(
         for index, mailbox in enumerate(mailboxes):
             if index:
                 writer.write(", ")
-            begin, end = writer.write(_render(mailbox))
+            begin, end = writer.write(render_mailbox(mailbox))
             occurrences.append((role, mailbox, builder.add_span_range(begin, end, kind="address")))
         _, line_end = writer.write("\n")
         spans.append(
@@ -134,7 +102,11 @@ def _write_headers(
 
 def _message_properties(parsed: ParsedMessage, normalized_id: str | None) -> dict[str, Any]:
     senders = [normalize_address(m.address) for m in parsed.senders]
-    recipients = len(parsed.to) + len(parsed.cc) + len(parsed.bcc)
+    # Distinct addresses over To, Cc and Bcc (one person in To and Cc counts once), plus
+    # the ones past the cap, which were not read and so cannot be told apart.
+    recipients = len(
+        {normalize_address(m.address) for m in (*parsed.to, *parsed.cc, *parsed.bcc)} - {None}
+    )
     properties: dict[str, Any] = {
         "message_id": normalized_id,
         "subject": parsed.subject,
@@ -178,6 +150,9 @@ def project(
                     )
                 )
 
+    reports = write_reports(writer, parsed)
+    message_spans += reports.message_spans
+
     normalized_id = normalize_message_id(parsed.message_id or "")
     own_id = message_node_id_of(parsed)
     message = builder.add_node(
@@ -187,7 +162,9 @@ def project(
         valid_time=ValidTime.from_datetimes(parsed.date) if parsed.date else None,
         id=own_id,
     )
-    _project_people(builder, message, occurrences)
+    people = People(builder)
+    _project_people(builder, message, occurrences, people)
+    project_reports(builder, message, own_id, reports, people)
     _project_threading(builder, message, parsed, own_id)
     children = _project_attachments(builder, message, parsed, own_id, settings)
     references = project_temporal(builder, message, parsed, body, quotes)
@@ -211,8 +188,8 @@ def _project_people(
     builder: IngestionResultBuilder,
     message: NodeRef,
     occurrences: Sequence[tuple[str, Mailbox, SpanRef]],
+    people: People,
 ) -> None:
-    people = _People(builder)
     seen: set[tuple[str, str]] = set()
     for role, mailbox, span in occurrences:
         address = normalize_address(mailbox.address)

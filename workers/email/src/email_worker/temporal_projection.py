@@ -25,12 +25,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from workers_common import Candidate, IngestionResultBuilder, NodeRef
+from workers_common.temporal import relative_mentions, self_dates
 
 from .dates import day_bounds, loose_date_candidates
 from .identity import message_node_id_of
 from .layout import byte_offsets
 from .model import ParsedMessage
-from .temporal import relative_mentions, self_dates
 
 __all__ = ["BodyText", "project_temporal"]
 

@@ -1,10 +1,15 @@
-"""tabular_worker: Telha's csv, tsv, xlsx and parquet worker (polars), streaming partials.
+"""tabular_worker: Telha's csv, tsv, workbook and parquet worker (polars), streaming partials.
 
-- handler     the entry: formats csv, tsv, xlsx, parquet -> `handle(job)`, a generator
+- handler     the entry: formats csv, tsv, xlsx, xlsb, xls, ods, parquet -> `handle(job)`
 - options     job options and their bounds (chunk size, guards, date order)
+- compressed  gzip/zstd/bzip2/xz csv/tsv inflated into the work folder, bomb-guarded
 - sniff       csv/tsv bytes -> UTF-8 for polars: binary refusal, encoding, line guard, delimiter
-- xlsx_guard  xlsx zip-bomb guard (inflates and counts before calamine reads)
-- source      formats -> TableSources (header + lazy frame of data rows), one per sheet
+- xlsx_guard  workbook kind by its bytes, zip-bomb guard, encryption (password-protected)
+- opc         the workbook part of an xlsx/xlsb package; a copy with the usual part names
+- spreadsheet sheets -> TableSources through calamine, numbers and durations exact
+- durations   ISO 8601 durations; day counts in the workbook's epoch
+- tables      TableSource: header + frame (or blocks) of data rows
+- source      formats -> TableSources, one per file or sheet
 - celltypes   column types: what each type's cells look like, typed values
 - dates       ISO and dd/mm readings, day-first/month-first voting, effective-date column
 - profile     the streaming profile pass: types, null/dirty counts, row count per table

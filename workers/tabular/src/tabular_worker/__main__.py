@@ -1,4 +1,5 @@
-"""`python -m tabular_worker`: serve csv, tsv, xlsx and parquet jobs until SIGTERM."""
+"""`python -m tabular_worker`: serve csv, tsv, workbook (xlsx, xlsb, xls, ods) and parquet jobs
+until SIGTERM."""
 
 from __future__ import annotations
 

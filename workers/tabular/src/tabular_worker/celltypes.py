@@ -1,11 +1,13 @@
 """Column types: what a cell must look like to count as each, and its typed value.
 
 A String column's type is inferred from the whole table (profile.py counts the matches):
-the first of boolean, integer, float, date, datetime whose *pattern* at least 90 % of its
+the first of boolean, integer, float, date, datetime, duration whose *pattern* at least 90 % of its
 non-empty cells match, else string. A cell that fits the pattern but not the calendar or
 the 64-bit range (2026-02-30, 99999999999999999999) is then dirty like any other misfit.
-Integers with leading zeros (codes, zip codes) do not count as integers; `nan`/`inf` do
-not count as floats. A non-empty cell that does not parse as its
+A column with any cell that has a leading zero (`08123`, `-007`, `00.5`: codes, zip
+codes, account numbers) is not numeric at all, neither integer nor float, however many
+of its other cells are numbers: reading `08123` as 8123.0 would lose what it says.
+`nan`/`inf` do not count as floats. A non-empty cell that does not parse as its
 column's type is *dirty*: counted per type in `stats.dirty_counts`, kept as its raw text in
 the ROW's properties and, as every cell, verbatim in the canonical text.
 
@@ -21,8 +23,11 @@ import polars as pl
 from .dates import DATE_PATTERN
 
 __all__ = [
+    "DURATION_PATTERN",
     "INFERENCE_SHARE",
     "INFERRED_ORDER",
+    "LEADING_ZERO",
+    "NUMERIC",
     "PATTERNS",
     "ColumnType",
     "native_type",
@@ -33,8 +38,18 @@ INFERENCE_SHARE = 0.9
 """Share of a column's non-empty cells that must match a type for the column to have it."""
 
 _INT = r"^[+-]?(0|[1-9][0-9]*)$"
+LEADING_ZERO = r"^[+-]?0[0-9]"
+"""A number written with a leading zero: its column is not numeric (a code)."""
+NUMERIC = frozenset({"integer", "float"})
+"""The inferred types a leading zero rules out."""
 _FLOAT = r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$"
 _DATETIME = r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})?$"
+# ISO 8601 durations as spreadsheets mean them (P10DT15H10M10S, PT0.5S, P3D): days and a
+# time; no years or months, whose length varies. Written without look-ahead (polars' regex
+# has none), so every alternative needs at least one component.
+_SECONDS = r"\d+(\.\d+)?S"
+_TIME = rf"T(\d+H(\d+M)?({_SECONDS})?|\d+M({_SECONDS})?|{_SECONDS})"
+DURATION_PATTERN = rf"^-?P(\d+D({_TIME})?|{_TIME})$"
 _DATETIME_FORMATS = (
     "%Y-%m-%dT%H:%M:%S%.f%:z",
     "%Y-%m-%d %H:%M:%S%.f%:z",
@@ -59,6 +74,8 @@ class ColumnType(enum.StrEnum):
     """ISO yyyy-mm-dd, or dd/mm/yyyy and mm/dd/yyyy (separators / . -), see dates.py."""
     DATETIME = "datetime"
     """ISO date and time, optional seconds, fraction and offset (rendered in UTC when given)."""
+    DURATION = "duration"
+    """ISO 8601 days and time (P10DT15H10M10S): spreadsheet durations, kept as that text."""
     STRING = "string"
     """Anything; also every column nothing else fits."""
 
@@ -69,6 +86,7 @@ INFERRED_ORDER = (
     ColumnType.FLOAT,
     ColumnType.DATE,
     ColumnType.DATETIME,
+    ColumnType.DURATION,
 )
 
 
@@ -78,6 +96,7 @@ PATTERNS: dict[ColumnType, str] = {
     ColumnType.FLOAT: _FLOAT,
     ColumnType.DATE: DATE_PATTERN,
     ColumnType.DATETIME: _DATETIME,
+    ColumnType.DURATION: DURATION_PATTERN,
 }
 """What a cell of each inferred type looks like: the profile's cheap first pass."""
 
@@ -108,6 +127,8 @@ def typed_value(cell: pl.Expr, kind: ColumnType) -> pl.Expr:
         return pl.when(cell.str.contains(_FLOAT) & value.is_finite()).then(value)
     if kind is ColumnType.DATETIME:
         return parse_datetime(cell)
+    if kind is ColumnType.DURATION:
+        return pl.when(cell.str.contains(DURATION_PATTERN)).then(cell)
     raise ValueError(f"typed_value: {kind} has no single expression (dates vote, strings stay)")
 
 
@@ -125,4 +146,6 @@ def native_type(dtype: pl.DataType) -> ColumnType | None:
         return ColumnType.DATE
     if isinstance(dtype, pl.Datetime):
         return ColumnType.DATETIME
+    if isinstance(dtype, pl.Duration):
+        return ColumnType.DURATION
     return ColumnType.STRING

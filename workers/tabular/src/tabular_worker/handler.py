@@ -17,7 +17,7 @@ __all__ = ["FORMATS", "HANDLERS", "handle"]
 
 
 def handle(job: Job) -> Generator[dict[str, Any], Sequence[str], None]:
-    """Streams the projection of a csv, tsv, xlsx or parquet job (see projection.py).
+    """Streams the projection of a csv, tsv, workbook or parquet job (see projection.py).
 
     Options are read first (a bad one is invalid_input); the content is read from the
     core's blob file when it is local, else streamed into a temporary file; re-encoded

@@ -28,6 +28,8 @@ _BOUNDS: dict[str, tuple[int, int]] = {
     "block_bytes": (1, 1 << 30),
     "max_xlsx_bytes": (1 << 10, 1 << 40),
     "max_xlsx_ratio": (2, 1 << 20),
+    "max_compression_ratio": (2, 1 << 20),
+    "max_decompressed_bytes": (1 << 10, 1 << 44),
 }
 
 
@@ -48,6 +50,11 @@ class TabularOptions:
     """xlsx: the archive's total uncompressed size, measured by inflating it, not trusted."""
     max_xlsx_ratio: int = 200
     """xlsx: a member inflating more than this many times its compressed size is a bomb."""
+    max_compression_ratio: int = 200
+    """csv/tsv compressed (gzip, zstd, bzip2, xz): inflating more than this many times the
+    compressed size is a bomb."""
+    max_decompressed_bytes: int = 64 << 30
+    """csv/tsv compressed: the inflated text is written to the work folder; at most this."""
     date_order: DateOrder = "auto"
     """How ambiguous dd/mm vs mm/dd cells are read: by votes (auto) or forced."""
     delimiter: str | None = None

@@ -24,6 +24,8 @@ import polars as pl
 from .celltypes import (
     INFERENCE_SHARE,
     INFERRED_ORDER,
+    LEADING_ZERO,
+    NUMERIC,
     PATTERNS,
     ColumnType,
     native_type,
@@ -171,6 +173,7 @@ def _pass_one(
             continue
         cell = pl.col(f"{column}:cell")
         aggregates.append((cell != "").sum().alias(f"{column}:present"))
+        aggregates.append(cell.str.contains(LEADING_ZERO).sum().alias(f"{column}:zeros"))
         for kind in INFERRED_ORDER:
             aggregates.append(
                 cell.str.contains(PATTERNS[kind]).sum().alias(f"{column}:{kind.value}")
@@ -183,7 +186,10 @@ def _pick_type(column: str, dtype: pl.DataType, first: dict[str, Any]) -> tuple[
     if native is not None:
         return native, 1.0
     present = int(first[f"{column}:present"] or 0)
+    coded = bool(first[f"{column}:zeros"])  # leading zeros: codes, not numbers
     for kind in INFERRED_ORDER:
+        if coded and kind.value in NUMERIC:
+            continue
         share = int(first[f"{column}:{kind.value}"] or 0) / present if present else 0.0
         if present and share >= INFERENCE_SHARE:
             return kind, round(share, 4)

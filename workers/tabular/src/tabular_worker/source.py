@@ -1,69 +1,49 @@
 """Formats to tables: each job's content becomes one or more TableSources (a csv/tsv/parquet
-file is one table, an xlsx workbook one per sheet, in workbook order).
+file is one table, a workbook (xlsx, xlsb, xls, ods) one per sheet, in workbook order).
 
 A TableSource gives the header and a LazyFrame of the data rows with positional column
 names `c0, c1, …`: Strings for csv, tsv and xlsx (typed by profile.py), native dtypes for
 parquet. csv/tsv frames carry spare columns past the header, so a ragged row's extra
 fields are kept instead of failing the read or being dropped. Nothing is loaded whole:
 csv/tsv are read in blocks of whole records (blocks.py), each parsed on its own, every
-time the rows are wanted; parquet is scanned in batches; an xlsx sheet is loaded one at a
-time (calamine has no streaming reader) after the bomb guard has bounded its size.
+time the rows are wanted; parquet is scanned in batches; a workbook's sheet is loaded one
+at a time (calamine has no streaming reader) after the bomb guard has bounded its size.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator
 from pathlib import Path
 
-import fastexcel
 import polars as pl
 
 from workers_common import InvalidInput
 from workers_common.wire import JsonValue
 
 from .blocks import record_runs
+from .compressed import compression_of, inflated
 from .options import TabularOptions
 from .sniff import TextFile, prepare_text
-from .xlsx_guard import check_xlsx
+from .spreadsheet import sheet_tables
+from .tables import TableSource, positional
+from .xlsx_guard import prepare_workbook
 
-__all__ = ["FORMATS", "TableSource", "open_tables", "polars_reason", "positional"]
+__all__ = [
+    "FORMATS",
+    "WORKBOOK_FORMATS",
+    "TableSource",
+    "open_tables",
+    "polars_reason",
+    "positional",
+]
 
-FORMATS = ("csv", "tsv", "xlsx", "parquet")
+WORKBOOK_FORMATS = ("xlsx", "xlsb", "xls", "ods")
+"""Read by calamine (spreadsheet.py); the bytes decide which reader (xlsx_guard.py)."""
+FORMATS = ("csv", "tsv", *WORKBOOK_FORMATS, "parquet")
 
 # Spare columns past the widest record seen at the head of a csv: rows with more fields
 # than the header keep them (up to this) instead of failing the read.
 _MIN_SPARE = 16
-
-
-def positional(index: int) -> str:
-    """The frame column name of the `index`-th field."""
-    return f"c{index}"
-
-
-@dataclass(frozen=True, slots=True)
-class TableSource:
-    """One table of a job's content."""
-
-    sheet: str | None
-    """The xlsx sheet's name; None for single-table formats."""
-    header: list[str]
-    """The header fields as the source spells them ([] for a table with nothing in it)."""
-    frame: pl.LazyFrame
-    """Data rows (header excluded), columns c0.. (header width + spare for csv); for a
-    block-read source an empty frame of that schema (the rows come from `blocks`)."""
-    facts: dict[str, JsonValue] = field(default_factory=dict)
-    """What reading found out (encoding, delimiter, replacements) for the TABLE node."""
-    blocks: Callable[[], Iterator[pl.DataFrame]] | None = None
-    """csv/tsv: the data rows again from the start, one bounded frame per block."""
-
-    def parts(self) -> Iterator[pl.LazyFrame]:
-        """The data rows in file order: `frame` itself, or each block's frame."""
-        if self.blocks is None:
-            yield self.frame
-        else:
-            for block in self.blocks():
-                yield block.lazy()
 
 
 def open_tables(
@@ -72,8 +52,8 @@ def open_tables(
     """The tables of a file of format `fmt`; malformed content raises invalid_input."""
     if fmt in ("csv", "tsv"):
         yield _text_table(fmt, path, options, workdir)
-    elif fmt == "xlsx":
-        yield from _xlsx_tables(path, options)
+    elif fmt in WORKBOOK_FORMATS:
+        yield from _workbook_tables(fmt, path, options, workdir)
     elif fmt == "parquet":
         yield _parquet_table(path)
     else:
@@ -81,10 +61,20 @@ def open_tables(
 
 
 def _text_table(fmt: str, path: Path, options: TabularOptions, workdir: Path) -> TableSource:
+    compression = compression_of(path)
+    if compression is not None:
+        path = inflated(
+            path,
+            compression,
+            workdir / f"source.{fmt}",
+            max_ratio=options.max_compression_ratio,
+            max_bytes=options.max_decompressed_bytes,
+        )
     text = prepare_text(
         path, fmt, workdir, max_line_bytes=options.max_line_bytes, delimiter=options.delimiter
     )
     facts: dict[str, JsonValue] = {
+        **({"compression": compression} if compression else {}),
         "encoding": text.encoding,
         "delimiter": text.delimiter,
         "replaced_sequences": text.replaced,
@@ -147,27 +137,13 @@ def polars_reason(fmt: str, err: Exception) -> str:
     return f"{fmt}: {text}"
 
 
-def _xlsx_tables(path: Path, options: TabularOptions) -> Iterator[TableSource]:
-    check_xlsx(path, max_bytes=options.max_xlsx_bytes, max_ratio=options.max_xlsx_ratio)
-    try:
-        reader = fastexcel.read_excel(path)
-        names = reader.sheet_names
-    except Exception as err:  # fastexcel raises its own hierarchy, and CalamineError
-        raise InvalidInput(f"xlsx: cannot open the workbook: {err}") from err
-    for index, name in enumerate(names):
-        try:
-            # All cells as text: calamine renders dates as ISO and formulas as their cached
-            # values; typing happens afterwards, the same way as for csv.
-            sheet = reader.load_sheet(index, header_row=None, dtypes="string").to_polars()
-        except Exception as err:
-            raise InvalidInput(f"xlsx: sheet {name!r} cannot be read: {err}") from err
-        sheet = sheet.rename({old: positional(i) for i, old in enumerate(sheet.columns)})
-        if sheet.height == 0:
-            yield TableSource(name, [], pl.LazyFrame())
-            continue
-        header = [value or "" for value in sheet.row(0)]
-        data = sheet.slice(1).with_columns(pl.all().fill_null(""))
-        yield TableSource(name, header, data.lazy())
+def _workbook_tables(
+    fmt: str, path: Path, options: TabularOptions, workdir: Path
+) -> Iterator[TableSource]:
+    workbook = prepare_workbook(
+        fmt, path, workdir, max_bytes=options.max_xlsx_bytes, max_ratio=options.max_xlsx_ratio
+    )
+    yield from sheet_tables(workbook.kind, workbook.path, date1904=workbook.date1904)
 
 
 def _parquet_table(path: Path) -> TableSource:

@@ -1,48 +1,140 @@
-"""xlsx bomb guard: inflate the archive once, counting, before calamine reads it.
+"""Workbook checks before calamine reads one: what the bytes are, bombs, encryption, and
+the package layout (opc.py).
 
-An xlsx is a zip. Its central directory states sizes, but a bomb may lie about them, and
-calamine would then inflate whatever the streams hold. So every member is inflated here,
+By the bytes, not the name: an OLE2 compound file is a legacy .xls, unless it holds an
+`EncryptedPackage` stream (a password-protected xlsx/xlsb: `unsupported:
+password-protected`); a zip is an xlsx/xlsb (an OPC package with a workbook part) or an
+ods (an ODF package: `mimetype` and `content.xml`); anything else is `invalid_input`.
+calamine picks its reader by file extension, so the worker hands it a link named for
+what the bytes are.
+
+A zip's central directory states sizes, but a bomb may lie about them, and calamine
+would then inflate whatever the streams hold. So every member is inflated here,
 streaming and counting the bytes that really come out: past `max_bytes` in total, or a
 member inflating more than `max_ratio` times its compressed size, the job fails as
 `too_large` with the member's name. A stream that ends short of or beyond its stated size
-(a lying header) is `invalid_input`. Memory stays at one read buffer.
+(a lying header) is `invalid_input`. Memory stays at one read buffer. A legacy .xls is
+not compressed: its size is the file's, bounded by `max_bytes` too.
 """
 
 from __future__ import annotations
 
 import zipfile
 import zlib
+from dataclasses import dataclass
 from pathlib import Path
 
-from workers_common import InvalidInput, TooLarge
+import olefile
 
-__all__ = ["check_xlsx"]
+from workers_common import InvalidInput, TooLarge, Unsupported
 
+from .opc import canonical_copy, locate_workbook, uses_1904_dates
+
+__all__ = ["OLE_MAGIC", "Workbook", "check_xlsx", "prepare_workbook"]
+
+OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+_ZIP_MAGIC = b"PK\x03\x04"
 _READ = 1 << 20
 # Small members (styles, relationship parts) compress extremely well and are harmless:
 # the ratio test only applies past this many inflated bytes.
 _RATIO_FLOOR = 1 << 20
+_ODS_MIMETYPE = b"application/vnd.oasis.opendocument.spreadsheet"
+
+
+@dataclass(frozen=True, slots=True)
+class Workbook:
+    """A workbook ready for calamine."""
+
+    path: Path
+    """A file named for its kind (`workbook.xlsx`, `.xlsb`, `.xls`, `.ods`)."""
+    kind: str
+    date1904: bool
+    """The workbook counts dates from 1904 (xlsx `workbookPr date1904`)."""
+
+
+def prepare_workbook(
+    fmt: str, path: Path, workdir: Path, *, max_bytes: int, max_ratio: int
+) -> Workbook:
+    """Checks `path` (a job of format `fmt`) and returns what calamine should open."""
+    with path.open("rb") as handle:
+        magic = handle.read(8)
+    if magic == OLE_MAGIC:
+        return _ole(fmt, path, workdir, max_bytes)
+    if not magic.startswith(_ZIP_MAGIC):
+        what = f"a {fmt} workbook (xlsx, xlsb and ods are zip, xls OLE2)"
+        raise InvalidInput(f"content is not a zip archive or an OLE2 file: not {what}")
+    try:
+        archive = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, OSError) as err:
+        raise InvalidInput(f"content is not a {fmt} workbook (not a zip archive: {err})") from err
+    with archive:
+        _check_members(archive, max_bytes, max_ratio)
+        return _zipped(fmt, archive, path, workdir)
 
 
 def check_xlsx(path: Path, *, max_bytes: int, max_ratio: int) -> None:
-    """Raises too_large / invalid_input as described above; returns when the archive is fine."""
-    with path.open("rb") as handle:
-        magic = handle.read(8)
-    if magic.startswith(b"\xd0\xcf\x11\xe0"):
-        raise InvalidInput("content is an OLE compound file: a legacy .xls or an encrypted xlsx")
+    """The bomb guard alone (raises too_large / invalid_input; returns when fine)."""
     try:
         archive = zipfile.ZipFile(path)
     except (zipfile.BadZipFile, OSError) as err:
         raise InvalidInput(f"content is not an xlsx workbook (not a zip archive: {err})") from err
-    total = 0
     with archive:
-        names = archive.namelist()
-        if "xl/workbook.xml" not in names:
-            raise InvalidInput(
-                "content is a zip archive without xl/workbook.xml, not an xlsx workbook"
-            )
-        for info in archive.infolist():
-            total += _inflate(archive, info, max_bytes - total, max_ratio, max_bytes)
+        _check_members(archive, max_bytes, max_ratio)
+
+
+def _link(path: Path, workdir: Path, kind: str) -> Path:
+    link = workdir / f"workbook.{kind}"
+    link.unlink(missing_ok=True)
+    link.symlink_to(path.resolve())
+    return link
+
+
+def _ole(fmt: str, path: Path, workdir: Path, max_bytes: int) -> Workbook:
+    size = path.stat().st_size
+    if size > max_bytes:
+        raise TooLarge(f"{fmt} workbook of {size} bytes is over max_xlsx_bytes={max_bytes}")
+    try:
+        with olefile.OleFileIO(str(path)) as ole:
+            encrypted = ole.exists("EncryptedPackage") or ole.exists("EncryptionInfo")
+            legacy = ole.exists("Workbook") or ole.exists("Book")
+    except OSError as err:
+        raise InvalidInput(f"content is a damaged OLE2 compound file: {err}") from err
+    if encrypted:
+        raise Unsupported(
+            "password-protected: the workbook is encrypted (an OLE2 EncryptedPackage); "
+            "save it without a password to ingest it"
+        )
+    if not legacy:
+        raise InvalidInput(
+            "content is an OLE2 compound file without a Workbook stream (not a spreadsheet)"
+        )
+    return Workbook(_link(path, workdir, "xls"), "xls", date1904=False)
+
+
+def _zipped(fmt: str, archive: zipfile.ZipFile, path: Path, workdir: Path) -> Workbook:
+    names = set(archive.namelist())
+    if "content.xml" in names and "mimetype" in names:
+        if archive.read("mimetype").strip() != _ODS_MIMETYPE:
+            raise InvalidInput("content is an OpenDocument package that is not a spreadsheet")
+        return Workbook(_link(path, workdir, "ods"), "ods", date1904=False)
+    workbook = locate_workbook(archive)
+    if workbook is None:
+        raise InvalidInput(
+            f"content is a zip archive without a workbook part (no officeDocument "
+            f"relationship, no xl/workbook.xml), not an {fmt} workbook"
+        )
+    kind = "xlsb" if workbook.path.endswith(".bin") else "xlsx"
+    date1904 = uses_1904_dates(archive, workbook)
+    if workbook.canonical:
+        return Workbook(_link(path, workdir, kind), kind, date1904)
+    copy = canonical_copy(archive, workbook, workdir / f"workbook.{kind}")
+    return Workbook(copy, kind, date1904)
+
+
+def _check_members(archive: zipfile.ZipFile, max_bytes: int, max_ratio: int) -> None:
+    total = 0
+    for info in archive.infolist():
+        total += _inflate(archive, info, max_bytes - total, max_ratio, max_bytes)
 
 
 def _inflate(
@@ -55,15 +147,15 @@ def _inflate(
                 produced += len(block)
                 if produced > budget:
                     raise TooLarge(
-                        f"xlsx inflates past {max_bytes} bytes (max_xlsx_bytes) at member "
+                        f"workbook inflates past {max_bytes} bytes (max_xlsx_bytes) at member "
                         f"{info.filename!r}: refused as a zip bomb"
                     )
                 if produced > _RATIO_FLOOR and produced > max_ratio * max(info.compress_size, 1):
                     raise TooLarge(
-                        f"xlsx member {info.filename!r} inflates more than {max_ratio} times its "
-                        f"compressed size (max_xlsx_ratio): refused as a zip bomb"
+                        f"workbook member {info.filename!r} inflates more than {max_ratio} "
+                        f"times its compressed size (max_xlsx_ratio): refused as a zip bomb"
                     )
     except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError) as err:
         # Bad CRC, a stream shorter or longer than stated, encryption, unknown compression.
-        raise InvalidInput(f"xlsx member {info.filename!r} is damaged: {err}") from err
+        raise InvalidInput(f"workbook member {info.filename!r} is damaged: {err}") from err
     return produced

@@ -1,4 +1,7 @@
-"""Temporal ambiguity detection for a message body, anchored to the Date header.
+"""Relative-date phrases and self-dating, shared by the email and docling workers.
+
+Moved here from the email worker so both share one implementation; the email worker
+anchors to a message's Date header, the docling worker to a document's own date.
 
 Relative-date phrases ("tomorrow", "next Friday", "in two weeks", "by end of month", …)
 are resolved against the sender's own calendar day: the Date header's date in the
@@ -23,7 +26,7 @@ from datetime import date, datetime, time, timedelta
 
 from .dates import WEEKDAYS, ExplicitDate, day_bounds, find_explicit_dates
 
-__all__ = ["Mention", "Reading", "relative_mentions", "self_dates"]
+__all__ = ["CONTRACT_RULES", "RULES", "Mention", "Reading", "relative_mentions", "self_dates"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,13 +233,42 @@ def _inside(position: int, ranges: Sequence[tuple[int, int]]) -> bool:
     return any(start <= position < end for start, end in ranges)
 
 
+_EVENTS = r"(?:signing|signature|execution|the effective date|delivery|receipt|invoice|notice)"
+
+
+def _within(match: re.Match[str], anchor: datetime) -> tuple[list[Reading], float, float]:
+    # "within 30 days of signing": anchored to the document's date, which is the signing
+    # date only when the document was dated on signing; hence the lower applied confidence.
+    readings, _, _ = _offset(match, anchor)
+    return readings, 0.85, 0.6
+
+
+RULES: tuple[Rule, ...] = _RULES
+"""The rules email has always applied."""
+
+CONTRACT_RULES: tuple[Rule, ...] = (
+    (
+        re.compile(
+            rf"\b(?:within|after|no later than)\s+{_NUMBER}\s+{_UNIT}\s+(?:of|from|after)\s+"
+            rf"{_EVENTS}\b",
+            re.I,
+        ),
+        _within,
+    ),
+)
+"""Extra rules for agreements: periods counted from signing, delivery, notice, …"""
+
+
 def relative_mentions(
-    body: str, anchor: datetime, skip: Sequence[tuple[int, int]] = ()
+    body: str,
+    anchor: datetime,
+    skip: Sequence[tuple[int, int]] = (),
+    rules: Sequence[Rule] = RULES,
 ) -> list[Mention]:
     """Every relative-date phrase of `body` outside `skip` (character ranges), in order;
     where phrases overlap the longest wins."""
     found: list[Mention] = []
-    for pattern, resolve in _RULES:
+    for pattern, resolve in rules:
         for match in pattern.finditer(body):
             if _inside(match.start(), skip):
                 continue

@@ -1,0 +1,19 @@
+"""docling_worker: PDF, DOCX, HTML, Markdown and DoclingDocument JSON into a document graph.
+
+Modules, one role each:
+
+- handler       formats -> handle(job); options; every input to a DoclingDocument, then projection
+- convert       DOCX, HTML, Markdown through docling's own backends (no torch, no models)
+- doclingjson   DoclingDocument JSON, validated by docling-core; what is wrong when it is not one
+- pdf_reader    pypdfium2 checks (encrypted, pages, metadata) and docling-parse text lines
+- pdf_rows      running headers/footers, columns, reading order, rows
+- pdf_blocks    rows into headings, paragraphs, lists, footnotes, aligned tables
+- pdf_tables    ruled table regions and cell grids
+- pdf_document  the PDF heuristics' result as a DoclingDocument with provenance
+- projection    DoclingDocument -> DOCUMENT, SECTION, PARAGRAPH, LIST, TABLE, FIGURE, ...
+- temporal      effective dates, relative dates, missing dates (shared rules in workers_common)
+"""
+
+from .handler import FORMATS, HANDLERS, handle
+
+__all__ = ["FORMATS", "HANDLERS", "handle"]

@@ -1,0 +1,141 @@
+"""DOCX, HTML and Markdown into a DoclingDocument through docling's own backends.
+
+docling's `DocumentConverter` cannot be imported without torch (its audio pipeline pulls
+it in), so the worker calls the declarative backends directly, as the converter would for
+these formats: an `InputDocument` over the bytes, then its backend's `convert()`. Remote
+and local resources are never fetched (docling's defaults), and DOCX archives are read
+under docling's archive limits (a zip bomb stops at the first member over them).
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from io import BytesIO
+from typing import Any
+
+from docling.backend.abstract_backend import DeclarativeDocumentBackend
+from docling.backend.html_backend import HTMLDocumentBackend
+from docling.backend.md_backend import MarkdownDocumentBackend
+from docling.backend.msword_backend import MsWordDocumentBackend
+from docling.datamodel.base_models import InputFormat
+from docling.datamodel.document import InputDocument
+from docling.exceptions import DocumentLoadError
+
+from workers_common import InvalidInput, Unsupported
+
+from .model import Converted, SourceMeta
+
+__all__ = ["convert_declarative"]
+
+_BACKENDS: dict[str, tuple[InputFormat, type[DeclarativeDocumentBackend], str]] = {
+    "docx": (InputFormat.DOCX, MsWordDocumentBackend, "input.docx"),
+    "html": (InputFormat.HTML, HTMLDocumentBackend, "input.html"),
+    "md": (InputFormat.MD, MarkdownDocumentBackend, "input.md"),
+}
+_ZIP_MAGIC = b"PK\x03\x04"
+
+
+def _open(data: bytes, fmt: str) -> tuple[InputDocument, DeclarativeDocumentBackend]:
+    input_format, backend_class, filename = _BACKENDS[fmt]
+    if fmt == "docx" and not data.startswith(_ZIP_MAGIC):
+        raise InvalidInput("not a DOCX file: a DOCX is a zip archive and this is not one")
+    document = InputDocument(
+        path_or_stream=BytesIO(data), format=input_format, backend=backend_class, filename=filename
+    )
+    rejection = document._rejection
+    backend = getattr(document, "_backend", None)
+    if not document.valid or not isinstance(backend, DeclarativeDocumentBackend):
+        cause = rejection.original_error if rejection is not None else None
+        detail = rejection.message if rejection is not None else "the backend refused it"
+        if cause is not None:
+            detail = f"{detail} ({type(cause).__name__}: {str(cause)[:200]})"
+        raise InvalidInput(f"not a readable {fmt.upper()} file: {detail}")
+    if not backend.is_valid():
+        raise InvalidInput(f"not a readable {fmt.upper()} file")
+    return document, backend
+
+
+def convert_declarative(data: bytes, fmt: str) -> Converted:
+    """Converts DOCX, HTML or Markdown bytes; typed failures for what cannot be read."""
+    document, backend = _open(data, fmt)
+    try:
+        converted = backend.convert()
+    except RecursionError as err:
+        raise Unsupported(f"{fmt.upper()} nested too deeply to convert") from err
+    except DocumentLoadError as err:
+        raise InvalidInput(f"{fmt.upper()}: {str(err)[:300]}") from err
+    meta = SourceMeta()
+    if fmt == "docx":
+        meta = _docx_meta(backend)
+    elif fmt == "html":
+        meta = _html_meta(backend)
+    del document
+    return Converted(converted, meta)
+
+
+def _aware(moment: Any) -> datetime | None:
+    if not isinstance(moment, datetime):
+        return None
+    # python-docx reads W3CDTF; a value without a zone is taken as UTC (never local time).
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def _docx_meta(backend: DeclarativeDocumentBackend) -> SourceMeta:
+    docx = getattr(backend, "docx_obj", None)
+    if docx is None:
+        return SourceMeta()
+    props = docx.core_properties
+    authors = tuple(a for a in [clean_meta(props.author)] if a)
+    return SourceMeta(
+        title=clean_meta(props.title),
+        authors=authors,
+        created=_aware(props.created),
+        modified=_aware(props.modified),
+        language=clean_meta(props.language),
+    )
+
+
+def clean_meta(value: object) -> str | None:
+    """A metadata string, trimmed; None when empty or not a string."""
+    if not isinstance(value, str):
+        return None
+    text = " ".join(value.split())
+    return text or None
+
+
+_ISO_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}")
+
+
+def _html_date(value: str | None) -> datetime | None:
+    if not value or not _ISO_DAY.match(value):
+        return None
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def _html_meta(backend: DeclarativeDocumentBackend) -> SourceMeta:
+    soup = getattr(backend, "soup", None)
+    if soup is None:
+        return SourceMeta()
+    metas: dict[str, str] = {}
+    for tag in soup.find_all("meta", limit=200):
+        key = str(tag.get("name") or tag.get("property") or "").strip().lower()
+        content = clean_meta(tag.get("content"))
+        if key and content and key not in metas:
+            metas[key] = content
+    html = soup.find("html")
+    language = clean_meta(html.get("lang")) if html is not None else None
+    title = clean_meta(soup.title.get_text()) if soup.title is not None else None
+    author = metas.get("author") or metas.get("dc.creator")
+    created = metas.get("dcterms.created") or metas.get("date") or metas.get("dc.date")
+    return SourceMeta(
+        title=title,
+        authors=(author,) if author else (),
+        created=_html_date(created),
+        modified=_html_date(metas.get("dcterms.modified")),
+        language=language,
+    )

@@ -1,0 +1,95 @@
+"""The docling worker's entry: formats pdf, docx, html, md and docling, and how a job
+becomes a submission.
+
+Every input becomes a DoclingDocument first (pdf_document for PDFs, convert for DOCX,
+HTML and Markdown, doclingjson for DoclingDocument JSON), then `projection` turns that
+one shape into the graph and `temporal` adds the date rules.
+
+Job options (all optional):
+
+- `clarify`    record temporal ambiguities (`--option clarify=true`)
+- `max_pages`  refuse a PDF with more pages as too_large (default 2,000)
+- `max_bytes`  refuse a file larger than this as too_large (default 200 MiB for PDF,
+               64 MiB for the others: a 50 MB HTML file peaks at 1.35 GB of address space)
+- `max_elements`  refuse HTML/Markdown with more elements as too_large (default 200,000)
+- `max_depth`  refuse HTML nested deeper as unsupported (default 250)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from workers_common import Handler, IngestionResultBuilder, Job, TooLarge
+
+from .convert import convert_declarative
+from .doclingjson import load_docling_json
+from .guards import DEFAULT_MAX_DEPTH, DEFAULT_MAX_ELEMENTS, check_html, check_markdown
+from .model import Converted
+from .pdf_document import convert_pdf
+from .pdf_reader import open_pdf
+from .projection import project_document
+from .temporal import project_temporal
+
+__all__ = [
+    "DEFAULT_MAX_BYTES",
+    "DEFAULT_MAX_PAGES",
+    "DEFAULT_MAX_PDF_BYTES",
+    "FORMATS",
+    "HANDLERS",
+    "convert",
+    "handle",
+]
+
+FORMATS = ("pdf", "docx", "html", "md", "docling")
+DEFAULT_MAX_PAGES = 2000
+DEFAULT_MAX_BYTES = 64 * 1024 * 1024
+DEFAULT_MAX_PDF_BYTES = 200 * 1024 * 1024
+
+
+def _int_option(options: Mapping[str, Any], key: str, default: int) -> int:
+    value = options.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        return default
+    return value
+
+
+def convert(data: bytes, fmt: str, options: Mapping[str, Any]) -> Converted:
+    """Any supported input as a DoclingDocument and its metadata."""
+    if fmt == "pdf":
+        source = open_pdf(data, max_pages=_int_option(options, "max_pages", DEFAULT_MAX_PAGES))
+        try:
+            return convert_pdf(source)
+        finally:
+            source.close()
+    if fmt == "docling":
+        return load_docling_json(data)
+    elements = _int_option(options, "max_elements", DEFAULT_MAX_ELEMENTS)
+    if fmt == "html":
+        depth = _int_option(options, "max_depth", DEFAULT_MAX_DEPTH)
+        check_html(data, max_depth=depth, max_elements=elements)
+    elif fmt == "md":
+        check_markdown(data, max_elements=elements)
+    return convert_declarative(data, fmt)
+
+
+def handle(job: Job) -> bytes:
+    """Projects one document job (typed failures: invalid_input, unsupported, too_large)."""
+    default = DEFAULT_MAX_PDF_BYTES if job.format == "pdf" else DEFAULT_MAX_BYTES
+    limit = _int_option(job.options, "max_bytes", default)
+    if job.content is not None and job.content.size > limit:
+        raise TooLarge(f"document of {job.content.size} bytes is over max_bytes={limit}")
+    converted = convert(job.read_bytes(), job.format, job.options)
+    builder = IngestionResultBuilder(options=job.options)
+    state = project_document(builder, converted, name=job.name, source_format=job.format)
+    temporal = project_temporal(builder, state, converted.meta)
+    stats: dict[str, int] = {
+        f"nodes_{label.lower()}": n for label, n in sorted(state.counts.items())
+    }
+    stats.update(converted.stats)
+    stats["date_references"] = temporal
+    builder.set_stats(dict(sorted(stats.items())))
+    return builder.to_json()
+
+
+HANDLERS: Mapping[str, Handler] = dict.fromkeys(FORMATS, handle)

@@ -1,0 +1,32 @@
+"""What every input becomes before projection: a DoclingDocument and what its source says
+about itself (metadata a DoclingDocument has no field for)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from docling_core.types.doc import DoclingDocument
+
+__all__ = ["Converted", "SourceMeta"]
+
+
+@dataclass(frozen=True, slots=True)
+class SourceMeta:
+    """Document-level facts from the source file (PDF Info, DOCX core properties, HTML meta)."""
+
+    title: str | None = None
+    authors: tuple[str, ...] = ()
+    created: datetime | None = None
+    modified: datetime | None = None
+    language: str | None = None
+    page_count: int | None = None
+
+
+@dataclass(slots=True)
+class Converted:
+    """One input, converted: the document, its metadata and per-format counters."""
+
+    document: DoclingDocument
+    meta: SourceMeta
+    stats: dict[str, int] = field(default_factory=dict)

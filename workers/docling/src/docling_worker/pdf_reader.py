@@ -1,0 +1,242 @@
+"""A PDF's text layer: pages, text lines with geometry and fonts, rules, image boxes.
+
+pypdfium2 opens the file first (it says cheaply whether the file is a PDF at all, whether
+it needs a password, how many pages it has and what its Info dictionary says), so a
+broken, encrypted or oversized file fails before any text is decoded. docling-parse then
+decodes each page's text into line cells (text, bounding box, font) in the parser's
+order, plus the page's stroked lines (table rules) and bitmap boxes (a scanned page is
+one image and no text). Coordinates are PDF points with the origin at the bottom left.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta, timezone
+from io import BytesIO
+from itertools import pairwise
+
+import pypdfium2 as pdfium
+import pypdfium2.raw as pdfium_c
+from docling_core.types.doc.page import SegmentedPdfPage, TextCellUnit
+from docling_parse.pdf_parser import ContentConfig, ContentLevel, DoclingPdfParser, PdfDocument
+
+from workers_common import InvalidInput, TooLarge, Unsupported
+
+from .model import SourceMeta
+
+__all__ = ["Line", "PageContent", "PdfSource", "Rule", "open_pdf"]
+
+_PASSWORD_ERRORS = {pdfium_c.FPDF_ERR_PASSWORD, pdfium_c.FPDF_ERR_SECURITY}
+_CONTENT = ContentConfig(
+    char_cells_content_level=ContentLevel.SKIP,
+    word_cells_content_level=ContentLevel.SKIP,
+    line_cells_content_level=ContentLevel.COMPUTE_AND_MATERIALIZE,
+    shapes_content_level=ContentLevel.COMPUTE_AND_MATERIALIZE,
+    bitmaps_content_level=ContentLevel.COMPUTE_AND_MATERIALIZE,
+    include_bitmap_bytes=False,
+)
+_BOLD = re.compile(r"bold|black|heavy|semibold|demi", re.I)
+_ITALIC = re.compile(r"italic|oblique", re.I)
+
+
+@dataclass(frozen=True, slots=True)
+class Line:
+    """One text line cell: [x0, x1] x [y0, y1] in points, origin bottom left."""
+
+    page: int
+    x0: float
+    y0: float
+    x1: float
+    y1: float
+    text: str
+    font: str
+    order: int
+
+    @property
+    def height(self) -> float:
+        return self.y1 - self.y0
+
+    @property
+    def bold(self) -> bool:
+        return bool(_BOLD.search(self.font))
+
+    @property
+    def italic(self) -> bool:
+        return bool(_ITALIC.search(self.font))
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """A straight stroked segment (a table rule candidate)."""
+
+    x0: float
+    y0: float
+    x1: float
+    y1: float
+
+    @property
+    def horizontal(self) -> bool:
+        return abs(self.y1 - self.y0) < 1.0 and abs(self.x1 - self.x0) >= 5.0
+
+    @property
+    def vertical(self) -> bool:
+        return abs(self.x1 - self.x0) < 1.0 and abs(self.y1 - self.y0) >= 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class PageContent:
+    """Everything the layout heuristics read from one page."""
+
+    number: int
+    width: float
+    height: float
+    lines: tuple[Line, ...]
+    rules: tuple[Rule, ...]
+    image_area: float
+
+
+@dataclass(slots=True)
+class PdfSource:
+    """An opened PDF: its metadata, page count, and a page iterator (decoded lazily)."""
+
+    meta: SourceMeta
+    page_count: int
+    _parsed: PdfDocument
+
+    def pages(self) -> Iterator[PageContent]:
+        for number in range(1, self.page_count + 1):
+            try:
+                page = self._parsed.get_page(number, content_config=_CONTENT)
+            except (ValueError, RuntimeError) as err:
+                raise InvalidInput(f"PDF page {number} cannot be decoded: {err}") from err
+            yield _page_content(number, page)
+            self._parsed.unload_pages((number, number + 1))
+
+    def close(self) -> None:
+        self._parsed.unload()
+
+
+def _font(cell: object) -> str:
+    name = getattr(cell, "font_name", "")
+    return name if isinstance(name, str) else ""
+
+
+def _page_content(number: int, page: SegmentedPdfPage) -> PageContent:
+    lines = []
+    for order, cell in enumerate(page.iterate_cells(unit_type=TextCellUnit.LINE)):
+        text = cell.text.strip()
+        if not text:
+            continue
+        rect = cell.rect.to_bottom_left_origin(page_height=page.dimension.height)
+        xs = (rect.r_x0, rect.r_x1, rect.r_x2, rect.r_x3)
+        ys = (rect.r_y0, rect.r_y1, rect.r_y2, rect.r_y3)
+        lines.append(Line(number, min(xs), min(ys), max(xs), max(ys), text, _font(cell), order))
+    rules = []
+    for shape in page.shapes:
+        points = shape.points
+        for a, b in pairwise(points):
+            rule = Rule(min(a.x, b.x), min(a.y, b.y), max(a.x, b.x), max(a.y, b.y))
+            if rule.horizontal or rule.vertical:
+                rules.append(rule)
+    image_area = 0.0
+    for bitmap in page.bitmap_resources:
+        box = bitmap.rect.to_bounding_box()
+        image_area += abs(box.width * box.height)
+    return PageContent(
+        number,
+        page.dimension.width,
+        page.dimension.height,
+        tuple(lines),
+        tuple(rules),
+        image_area,
+    )
+
+
+_PDF_DATE = re.compile(
+    r"^D?:?(\d{4})(\d{2})?(\d{2})?(\d{2})?(\d{2})?(\d{2})?([Zz+\-])?(\d{2})?'?(\d{2})?"
+)
+
+
+def pdf_date(raw: str) -> datetime | None:
+    """A PDF date string (`D:YYYYMMDDHHmmSSOHH'mm'`); no zone is read as UTC."""
+    match = _PDF_DATE.match(raw.strip())
+    if not match:
+        return None
+    year, month, day, hour, minute, second, sign, oh, om = match.groups()
+    zone: timezone = UTC
+    if sign in ("+", "-"):
+        offset = timedelta(hours=int(oh or 0), minutes=int(om or 0))
+        zone = timezone(offset if sign == "+" else -offset)
+    try:
+        return datetime(
+            int(year),
+            int(month or 1),
+            int(day or 1),
+            int(hour or 0),
+            int(minute or 0),
+            int(second or 0),
+            tzinfo=zone,
+        )
+    except ValueError:
+        return None
+
+
+def _language(document: pdfium.PdfDocument) -> str | None:
+    size = pdfium_c.FPDFCatalog_GetLanguage(document.raw, None, 0)
+    if size <= 2 or size > 256:
+        return None
+    buffer = ctypes.create_string_buffer(size)
+    pdfium_c.FPDFCatalog_GetLanguage(document.raw, buffer, size)
+    text = buffer.raw[: size - 2].decode("utf-16-le", errors="replace").strip()
+    return text or None
+
+
+def _meta(document: pdfium.PdfDocument, pages: int) -> SourceMeta:
+    info = document.get_metadata_dict(skip_empty=True)
+    title = " ".join(info.get("Title", "").split()) or None
+    author = " ".join(info.get("Author", "").split())
+    return SourceMeta(
+        title=title,
+        authors=(author,) if author else (),
+        created=pdf_date(info.get("CreationDate", "")),
+        modified=pdf_date(info.get("ModDate", "")),
+        language=_language(document),
+        page_count=pages,
+    )
+
+
+def open_pdf(data: bytes, *, max_pages: int) -> PdfSource:
+    """Opens a PDF for its text layer; typed failures for what cannot be read."""
+    if b"%PDF-" not in data[:1024]:
+        raise InvalidInput("not a PDF: no %PDF- header in the first 1024 bytes")
+    try:
+        document = pdfium.PdfDocument(data)
+    except pdfium.PdfiumError as err:
+        # PDFium's last-error code is per thread and not reset by a later failure (a
+        # broken file after an encrypted one reported "password"): look for /Encrypt.
+        if err.err_code in _PASSWORD_ERRORS and b"/Encrypt" in data:
+            raise Unsupported("the PDF is encrypted: it needs a password to open") from err
+        raise InvalidInput(f"not a readable PDF: {err}") from err
+    try:
+        pages = len(document)
+        if pages == 0:
+            raise InvalidInput("the PDF has no pages")
+        if pages > max_pages:
+            raise TooLarge(f"the PDF has {pages} pages, over max_pages={max_pages}")
+        meta = _meta(document, pages)
+    finally:
+        document.close()
+    parser = DoclingPdfParser(loglevel="fatal")
+    try:
+        parsed = parser.load(path_or_stream=BytesIO(data), lazy=True)
+    except (RuntimeError, ValueError) as err:
+        raise InvalidInput(f"not a readable PDF: {err}") from err
+    if parsed.number_of_pages() != pages:
+        raise InvalidInput(
+            f"the PDF's page tree is inconsistent ({pages} pages by one reader, "
+            f"{parsed.number_of_pages()} by another)"
+        )
+    return PdfSource(meta, pages, parsed)

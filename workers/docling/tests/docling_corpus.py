@@ -1,0 +1,336 @@
+"""The golden corpus, made by code: PDFs (fpdf2), DOCX (python-docx), HTML, Markdown and
+DoclingDocument JSON. Every byte is here for a reason the comment beside it gives, and
+the same call gives the same bytes (fixed dates, no clock): samples/ is written from here.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+from docling_core.types.doc import (
+    BoundingBox,
+    CoordOrigin,
+    DocItemLabel,
+    DoclingDocument,
+    ProvenanceItem,
+    Size,
+    TableCell,
+    TableData,
+)
+from docx import Document as DocxDocument
+from fpdf import FPDF
+
+FIXED = datetime(2026, 3, 2, 9, 30, tzinfo=UTC)
+
+LOREM = (
+    "Operations ran smoothly through the year, with steady growth in every region and "
+    "fewer interruptions than in any earlier period. The teams in the north kept their "
+    "schedules while the southern sites absorbed two new product lines."
+)
+
+
+def _pdf(title: str = "Annual Operations Report") -> FPDF:
+    pdf = FPDF(format="A4", unit="mm")
+    pdf.set_auto_page_break(False)
+    pdf.set_title(title)
+    pdf.set_author("Dana Example")
+    pdf.set_creation_date(FIXED)  # fpdf2 writes the clock otherwise: bytes would drift
+    pdf.set_margins(20, 20, 20)
+    return pdf
+
+
+def _furniture(pdf: FPDF, page: int, pages: int) -> None:
+    # The running header and footer repeat on every page (digits differ): furniture.
+    pdf.set_font("Helvetica", size=8)
+    pdf.set_xy(20, 8)
+    pdf.cell(0, 4, "ACME Corporation - Annual Report 2025")
+    pdf.set_xy(95, 287)
+    pdf.cell(20, 4, f"Page {page} of {pages}")
+
+
+def _heading(pdf: FPDF, y: float, text: str, size: int) -> None:
+    pdf.set_font("Helvetica", "B", size)
+    pdf.set_xy(20, y)
+    pdf.cell(0, size * 0.5, text)
+
+
+def _para(pdf: FPDF, x: float, y: float, width: float, text: str, size: int = 10) -> float:
+    pdf.set_font("Helvetica", size=size)
+    pdf.set_xy(x, y)
+    pdf.multi_cell(width, size * 0.5, text)
+    return pdf.get_y()
+
+
+def report_pdf() -> bytes:
+    """Three pages: a title, numbered headings (1, 1.1, 2, 3, 3.1), a hyphenated
+    paragraph, a bulleted list, a footnote, a two-column page, a ruled table, a
+    numbered list, running header and footer, and effective-date clauses."""
+    pdf = _pdf()
+    pdf.add_page()
+    _furniture(pdf, 1, 3)
+    _heading(pdf, 22, "Annual Operations Report", 20)
+    _heading(pdf, 40, "1 Introduction", 14)
+    # A word broken at the line end ("opera-" / "tions") is de-hyphenated on joining.
+    y = _para(
+        pdf,
+        20,
+        50,
+        170,
+        "This report covers the year 2025 and the company's opera-\n"
+        "tions in all regions. It was approved on 15 January 2026 by the board.1",
+    )
+    _heading(pdf, y + 6, "1.1 Scope", 12)
+    pdf.set_font("Helvetica", size=10)
+    y += 16
+    for item in ("Manufacturing in three plants", "Logistics and warehousing", "Sales offices"):
+        pdf.set_xy(25, y)
+        pdf.cell(0, 5, f"- {item}")  # the core fonts have no bullet glyph: a dash marks it
+        y += 6
+    _para(pdf, 20, y + 4, 170, LOREM)
+    # The footnote: smaller type at the bottom of the page, starting with its number.
+    pdf.set_font("Helvetica", size=7)
+    pdf.set_xy(20, 275)
+    pdf.cell(0, 4, "1 The board met in Lisbon.")
+
+    pdf.add_page()
+    _furniture(pdf, 2, 3)
+    _heading(pdf, 22, "2 Results", 14)
+    left = " ".join([LOREM, "Costs fell in the second half."] * 2)
+    right = " ".join(["Revenue grew in every quarter of the year.", LOREM] * 2)
+    _para(pdf, 20, 34, 80, left)
+    _para(pdf, 110, 34, 80, right)
+
+    pdf.add_page()
+    _furniture(pdf, 3, 3)
+    _heading(pdf, 22, "3 Data", 14)
+    pdf.set_font("Helvetica", size=10)
+    pdf.set_xy(20, 34)
+    with pdf.table(col_widths=(60, 40, 40), width=140, align="LEFT", first_row_as_headings=True,
+                   text_align="LEFT") as table:  # fmt: skip
+        for row in (("Region", "Units", "Revenue"), ("North", "1200", "4.1"),
+                    ("South", "950", "3.3"), ("East", "700", "2.6")):  # fmt: skip
+            cells = table.row()
+            for value in row:
+                cells.cell(value)
+    _heading(pdf, 80, "3.1 Terms", 12)
+    y = 92
+    pdf.set_font("Helvetica", size=10)
+    for number, item in enumerate(("Prices are fixed for the year.", "Payment within 30 days of "
+                                   "signing."), start=1):  # fmt: skip
+        pdf.set_xy(25, y)
+        pdf.cell(0, 5, f"{number}. {item}")
+        y += 6
+    _para(
+        pdf,
+        20,
+        y + 4,
+        170,
+        "This agreement is effective as of 1 March 2026. The price list "
+        "applies with effect from 1 April 2026.",
+    )
+    return bytes(pdf.output())
+
+
+def simple_pdf() -> bytes:
+    """One page, one heading, two paragraphs: the smallest sample."""
+    pdf = _pdf("Sample memo")
+    pdf.add_page()
+    _heading(pdf, 20, "Sample memo", 16)
+    y = _para(pdf, 20, 32, 170, "This memo is effective as of 2 March 2026. " + LOREM)
+    _para(pdf, 20, y + 4, 170, "Reply within 14 days of signing.")
+    return bytes(pdf.output())
+
+
+def scanned_pdf() -> bytes:
+    """A page that is only an image: no text layer."""
+    from PIL import Image
+
+    pdf = _pdf("Scan")
+    pdf.add_page()
+    image = Image.new("L", (200, 200), 255)
+    pdf.image(image, x=10, y=10, w=190)
+    return bytes(pdf.output())
+
+
+def encrypted_pdf() -> bytes:
+    pdf = _pdf("Secret")
+    pdf.set_encryption(owner_password="owner", user_password="user")
+    pdf.add_page()
+    _para(pdf, 20, 20, 170, "Hidden text.")
+    return bytes(pdf.output())
+
+
+def pages_pdf(pages: int, text: Callable[[int], str] | None = None) -> bytes:
+    """`pages` pages of body text (the bench's file and the max_pages test's)."""
+    pdf = _pdf("Many pages")
+    for page in range(1, pages + 1):
+        pdf.add_page()
+        _furniture(pdf, page, pages)
+        _heading(pdf, 20, f"{page} Chapter {page}", 14)
+        _para(pdf, 20, 32, 170, text(page) if text else " ".join([LOREM] * 4))
+    return bytes(pdf.output())
+
+
+def report_docx() -> bytes:
+    """Title and author in the core properties, Heading 1/2, paragraphs, a bulleted and a
+    numbered list, a table with a header row, and effective-date clauses."""
+    doc = DocxDocument()
+    props = doc.core_properties
+    props.title = "Supply agreement"
+    props.author = "Erin Example"
+    props.created = datetime(2026, 2, 20, 12, 0)  # zone-less in the file: read as UTC
+    props.modified = datetime(2026, 2, 21, 8, 0)
+    doc.add_heading("Supply agreement", level=0)
+    doc.add_heading("1 Parties", level=1)
+    doc.add_paragraph("This agreement is made between Alpha Ltd and Beta GmbH.")
+    doc.add_heading("1.1 Term", level=2)
+    doc.add_paragraph("The agreement is effective as of 1 March 2026 and runs for one year.")
+    doc.add_paragraph("Deliveries start within 30 days of signing.")
+    for item in ("Widgets", "Gadgets"):
+        doc.add_paragraph(item, style="List Bullet")
+    for item in ("Order", "Deliver", "Invoice"):
+        doc.add_paragraph(item, style="List Number")
+    doc.add_heading("2 Prices", level=1)
+    table = doc.add_table(rows=3, cols=2)
+    for r, row in enumerate((("Item", "Price"), ("Widget", "10"), ("Gadget", "12"))):
+        for c, value in enumerate(row):
+            table.cell(r, c).text = value
+    doc.add_paragraph("Prices apply with effect from 1 April 2026.")
+    out = io.BytesIO()
+    doc.save(out)
+    return _fixed_zip_times(out.getvalue())
+
+
+def _fixed_zip_times(data: bytes) -> bytes:
+    # python-docx stamps each member with the clock: rewrite them with a fixed time.
+    source = zipfile.ZipFile(io.BytesIO(data))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        for info in source.infolist():
+            fixed = zipfile.ZipInfo(info.filename, date_time=(2026, 3, 2, 9, 30, 0))
+            fixed.compress_type = zipfile.ZIP_DEFLATED
+            archive.writestr(fixed, source.read(info.filename))
+    return out.getvalue()
+
+
+REPORT_HTML = """<!DOCTYPE html>
+<html lang="en">
+<head>
+<title>Service terms</title>
+<meta name="author" content="Frank Example">
+<meta name="dcterms.created" content="2026-01-10">
+<style>p { color: red }</style><script>var ignored = 1;</script>
+</head>
+<body>
+<h1>Service terms</h1>
+<p>These terms are effective as of 5 January 2026 for all customers.</p>
+<h2>1. Support</h2>
+<p>Support answers within <b>two</b> business days; renewals are due by end of quarter.</p>
+<ul><li>Email support</li><li>Phone support<ul><li>Weekdays only</li></ul></li></ul>
+<h2>2. Fees</h2>
+<table><tr><th>Plan</th><th>Fee</th></tr><tr><td>Basic</td><td>10</td></tr>
+<tr><td>Pro</td><td>25</td></tr></table>
+<figure><img src="chart.png" alt="Fee chart">
+<figcaption>Figure 1: Fees by plan</figcaption></figure>
+<ol><li>Choose a plan</li><li>Pay the fee</li></ol>
+</body>
+</html>
+"""
+
+REPORT_MD = """# Release notes
+
+Version 2 is effective as of 3 February 2026.
+
+## 1 Changes
+
+The importer is faster and uses less memory.
+A second line of the same paragraph.
+
+- Faster import
+- Smaller files
+  - Compressed indexes
+
+1. Upgrade the server
+2. Restart the workers
+
+## 2 Compatibility
+
+| Version | Supported |
+|---------|-----------|
+| 1.x     | until end of year |
+| 2.x     | yes |
+
+Upgrade next Monday at the latest.
+"""
+
+
+def _prov(page: int, left: float, top: float, right: float, bottom: float) -> ProvenanceItem:
+    # Top-left origin, as docling's layout models write it: the projection turns it into
+    # PDF points from the bottom left.
+    box = BoundingBox(l=left, t=top, r=right, b=bottom, coord_origin=CoordOrigin.TOPLEFT)
+    return ProvenanceItem(page_no=page, bbox=box, charspan=(0, 1))
+
+
+def docling_minimal() -> DoclingDocument:
+    doc = DoclingDocument(name="minimal")
+    doc.add_title("Minimal document")
+    doc.add_text(DocItemLabel.TEXT, "One paragraph of text.")
+    return doc
+
+
+def docling_sections() -> DoclingDocument:
+    doc = DoclingDocument(name="sections")
+    doc.add_title("Handbook")
+    doc.add_heading("1 Onboarding", level=1)
+    doc.add_text(DocItemLabel.TEXT, "Welcome to the team.")
+    doc.add_heading("1.1 First day", level=2)
+    group = doc.add_list_group()
+    for item in ("Badge", "Laptop"):
+        doc.add_list_item(item, parent=group, marker="-")
+    doc.add_heading("2 Leave", level=1)
+    doc.add_text(DocItemLabel.FOOTNOTE, "1 Subject to local law.")
+    return doc
+
+
+def docling_tables() -> DoclingDocument:
+    doc = DoclingDocument(name="tables")
+    caption = doc.add_text(DocItemLabel.CAPTION, "Table 1: Head count")
+    cells = [
+        TableCell(text=t, start_row_offset_idx=r, end_row_offset_idx=r + 1,
+                  start_col_offset_idx=c, end_col_offset_idx=c + 1, column_header=r == 0)
+        for r, row in enumerate((("Team", "People"), ("Core", "4"), ("Web", "3")))
+        for c, t in enumerate(row)
+    ]  # fmt: skip
+    doc.add_table(data=TableData(table_cells=cells, num_rows=3, num_cols=2), caption=caption)
+    figure_caption = doc.add_text(DocItemLabel.CAPTION, "Figure 1: Org chart")
+    doc.add_picture(caption=figure_caption)
+    return doc
+
+
+def docling_provenance() -> DoclingDocument:
+    doc = DoclingDocument(name="scanned-layout")
+    doc.add_page(page_no=1, size=Size(width=612, height=792))
+    doc.add_page(page_no=2, size=Size(width=612, height=792))
+    doc.add_heading("Findings", level=1, prov=_prov(1, 72, 72, 300, 90))
+    doc.add_text(
+        DocItemLabel.TEXT, "Effective as of 1 June 2026.", prov=_prov(1, 72, 100, 540, 140)
+    )
+    doc.add_text(DocItemLabel.PAGE_FOOTER, "Page 1", prov=_prov(1, 290, 760, 320, 770))
+    doc.add_text(DocItemLabel.TEXT, "Second page text.", prov=_prov(2, 72, 72, 540, 90))
+    return doc
+
+
+def docling_json(doc: DoclingDocument) -> bytes:
+    return json.dumps(doc.export_to_dict(), sort_keys=True).encode()
+
+
+DOCLING_FIXTURES: dict[str, Callable[[], DoclingDocument]] = {
+    "minimal": docling_minimal,
+    "sections": docling_sections,
+    "tables": docling_tables,
+    "provenance": docling_provenance,
+}

@@ -1,0 +1,205 @@
+"""Hostile inputs made by code: each a typed permanent failure or a success, never a
+crash, hang or retry. `HOSTILE` maps a name to (format, bytes maker, expected outcome),
+where the outcome is a failure kind or "ok"."""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+import zlib
+from collections.abc import Callable
+
+import docling_corpus as corpus
+
+
+def raw_pdf(objects: list[bytes], root: int = 1) -> bytes:
+    """A PDF from numbered object bodies (1-based), with a correct xref table."""
+    out = bytearray(b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n")
+    offsets = []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    for offset in offsets:
+        out += b"%010d 00000 n \n" % offset
+    out += b"trailer\n<< /Size %d /Root %d 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
+        len(objects) + 1,
+        root,
+        xref,
+    )
+    return bytes(out)
+
+
+_FONT = b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"
+
+
+def _stream(data: bytes) -> bytes:
+    return b"<< /Length %d >>\nstream\n" % len(data) + data + b"\nendstream"
+
+
+def zero_pages() -> bytes:
+    return raw_pdf([b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [] /Count 0 >>"])
+
+
+def many_pages(count: int) -> bytes:
+    # Every page shares one content stream and font: 10,000 pages in about 600 KB.
+    kids = b" ".join(b"%d 0 R" % (5 + i) for i in range(count))
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [" + kids + b"] /Count %d >>" % count,
+        _stream(b"BT /F1 12 Tf 72 720 Td (Page text) Tj ET"),
+        _FONT,
+    ]
+    page = b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 3 0 R "
+    page += b"/Resources << /Font << /F1 4 0 R >> >> >>"
+    objects += [page] * count
+    return raw_pdf(objects)
+
+
+def cyclic_page_tree() -> bytes:
+    # The page tree's only kid is the tree itself.
+    return raw_pdf(
+        [b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [2 0 R] /Count 1 >>"]
+    )
+
+
+def _one_page(content: bytes, resources: bytes = b"/Font << /F1 4 0 R >>") -> list[bytes]:
+    return [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 5 0 R "
+        b"/Resources << " + resources + b" >> >>",
+        _FONT,
+        _stream(content),
+    ]
+
+
+def huge_image() -> bytes:
+    # An image that declares 60,000 x 60,000 pixels (10.8 GB decoded) and holds 50 bytes.
+    objects = _one_page(b"q 500 0 0 500 50 50 cm /Im1 Do Q BT /F1 12 Tf 72 720 Td (Caption) Tj ET",
+                        b"/Font << /F1 4 0 R >> /XObject << /Im1 6 0 R >>")  # fmt: skip
+    pixels = zlib.compress(b"\x00" * 1000)
+    objects.append(
+        b"<< /Type /XObject /Subtype /Image /Width 60000 /Height 60000 /ColorSpace /DeviceRGB "
+        b"/BitsPerComponent 8 /Filter /FlateDecode /Length %d >>\nstream\n"
+        % len(pixels)
+        + pixels
+        + b"\nendstream"
+    )
+    return raw_pdf(objects)
+
+
+def invalid_text_strings() -> bytes:
+    # Text operators with bytes that are no valid character, an unbalanced string, and a
+    # hex string with odd digits: the parser must keep going.
+    content = b"BT /F1 12 Tf 72 720 Td (\xff\xfe\x00\x01 bad \x80\x81) Tj 0 -20 Td <41424> Tj "
+    content += b"0 -20 Td (Readable line) Tj ET"
+    return raw_pdf(_one_page(content))
+
+
+def truncated_pdf() -> bytes:
+    data = corpus.report_pdf()
+    return data[: len(data) // 3]
+
+
+def broken_xref() -> bytes:
+    data = corpus.simple_pdf()
+    start = data.rindex(b"startxref")
+    # Point startxref into the middle of a content stream and garble the table.
+    return data[:start].replace(b"xref\n", b"xrex\n") + b"startxref\n123\n%%EOF\n"
+
+
+def docx_without_document() -> bytes:
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as archive:
+        archive.writestr("[Content_Types].xml", '<?xml version="1.0"?><Types/>')
+        archive.writestr("word/styles.xml", "<styles/>")
+    return out.getvalue()
+
+
+def docx_zip_bomb() -> bytes:
+    # A real DOCX whose document.xml is replaced by 1 GiB of spaces (deflated to ~1 MB).
+    source = zipfile.ZipFile(io.BytesIO(corpus.report_docx()))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        for info in source.infolist():
+            if info.filename == "word/document.xml":
+                with archive.open("word/document.xml", "w", force_zip64=True) as member:
+                    block = b" " * (1 << 20)
+                    for _ in range(1024):
+                        member.write(block)
+            else:
+                archive.writestr(info, source.read(info))
+    return out.getvalue()
+
+
+def html_one_line(size: int) -> bytes:
+    return b"<html><body><p>" + b"word " * (size // 5) + b"</p></body></html>"
+
+
+def html_deep(depth: int) -> bytes:
+    return b"<div>" * depth + b"deep" + b"</div>" * depth
+
+
+def md_list(items: int) -> bytes:
+    return b"- item\n" * items
+
+
+def json_deep(depth: int) -> bytes:
+    head = b'{"schema_name": "DoclingDocument", "version": "1.10.0", "name": "x", "body": '
+    return head + b'{"children": [' * depth + b"]}" * depth + b"}"
+
+
+def json_other_tool() -> bytes:
+    return json.dumps({"name": "report", "pages": [{"text": "hello"}]}).encode()
+
+
+def json_wrong_schema_types() -> bytes:
+    doc = json.loads(corpus.docling_json(corpus.docling_minimal()))
+    doc["texts"][0]["label"] = "no-such-label"
+    return json.dumps(doc).encode()
+
+
+def json_dangling_ref() -> bytes:
+    doc = json.loads(corpus.docling_json(corpus.docling_minimal()))
+    doc["body"]["children"].append({"$ref": "#/texts/99"})
+    return json.dumps(doc).encode()
+
+
+def json_cycle() -> bytes:
+    doc = json.loads(corpus.docling_json(corpus.docling_sections()))
+    # The first group lists the body (its own ancestor) as a child.
+    doc["groups"][0]["children"].append({"$ref": "#/body"})
+    return json.dumps(doc).encode()
+
+
+HOSTILE: dict[str, tuple[str, Callable[[], bytes], str]] = {
+    "pdf-truncated": ("pdf", truncated_pdf, "invalid_input|ok"),
+    "pdf-broken-xref": ("pdf", broken_xref, "ok"),
+    "pdf-encrypted": ("pdf", corpus.encrypted_pdf, "unsupported"),
+    "pdf-zero-pages": ("pdf", zero_pages, "invalid_input"),
+    "pdf-10000-pages": ("pdf", lambda: many_pages(10_000), "too_large"),
+    "pdf-cyclic-page-tree": ("pdf", cyclic_page_tree, "invalid_input"),
+    "pdf-huge-image": ("pdf", huge_image, "ok"),
+    "pdf-invalid-text-strings": ("pdf", invalid_text_strings, "ok"),
+    "pdf-scanned": ("pdf", corpus.scanned_pdf, "unsupported"),
+    "pdf-not-a-pdf": ("pdf", lambda: b"GIF89a" + b"\x00" * 100, "invalid_input"),
+    "pdf-empty": ("pdf", lambda: b"", "invalid_input"),
+    "docx-zip-bomb": ("docx", docx_zip_bomb, "invalid_input"),
+    "docx-no-document-xml": ("docx", docx_without_document, "invalid_input"),
+    "docx-not-a-zip": ("docx", lambda: b"plain text, not a zip", "invalid_input"),
+    "html-50mb-one-line": ("html", lambda: html_one_line(50 * 1024 * 1024), "ok"),
+    "html-nested-100000": ("html", lambda: html_deep(100_000), "unsupported"),
+    "html-binary-garbage": ("html", lambda: bytes(range(256)) * 64, "ok"),
+    "md-million-list-items": ("md", lambda: md_list(1_000_000), "too_large"),
+    "md-invalid-utf8": ("md", lambda: b"# Title\n\n\xff\xfe bytes \xc3\x28\n", "ok"),
+    "json-other-tool": ("docling", json_other_tool, "invalid_input"),
+    "json-wrong-schema-types": ("docling", json_wrong_schema_types, "invalid_input"),
+    "json-nested-million": ("docling", lambda: json_deep(1_000_000), "invalid_input"),
+    "json-array-million": ("docling", lambda: b"[" * 1_000_000 + b"]" * 1_000_000, "invalid_input"),
+    "json-not-json": ("docling", lambda: b"{not json", "invalid_input"),
+    "json-dangling-ref": ("docling", json_dangling_ref, "invalid_input"),
+    "json-cycle": ("docling", json_cycle, "invalid_input"),
+}

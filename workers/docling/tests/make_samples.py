@@ -1,0 +1,40 @@
+"""Writes the docling samples under samples/ from the golden corpus's makers (byte-stable:
+fixed dates, no clock). Run from the repo root: `.venv/bin/python
+workers/docling/tests/make_samples.py`; `--check` fails when a committed sample differs."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import docling_corpus as corpus
+
+SAMPLES: dict[str, Callable[[], bytes]] = {
+    "memo.pdf": corpus.simple_pdf,
+    "supply-agreement.docx": corpus.report_docx,
+    "service-terms.html": lambda: corpus.REPORT_HTML.encode(),
+    "release-notes.md": lambda: corpus.REPORT_MD.encode(),
+}
+
+
+def main(argv: list[str]) -> int:
+    root = Path(__file__).resolve().parents[3] / "samples"
+    stale = []
+    for name, make in SAMPLES.items():
+        path = root / name
+        data = make()
+        if "--check" in argv:
+            if not path.is_file() or path.read_bytes() != data:
+                stale.append(name)
+        else:
+            path.write_bytes(data)
+    for name in stale:
+        print(f"make_samples: samples/{name} differs from what the corpus makes", file=sys.stderr)
+    return 1 if stale else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,82 @@
+"""Every hostile input (hostile.HOSTILE) ends as the typed permanent failure it should, or
+as a submission that passes the conformance checks, within a bounded time; and a good
+document converts in the same process right after it (nothing is left broken)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from docling_worker import handle
+from workers_common import WorkerFailure
+from workers_common.conformance import check_submissions, run_handler
+
+import docling_corpus as corpus
+from hostile import HOSTILE
+from hostile import zero_pages as hostile_zero_pages
+
+
+def outcome(path: Path, fmt: str) -> str:
+    """The failure's kind ("!kind" when it is not permanent or says nothing), or "ok"."""
+    try:
+        subs = run_handler(handle, path, format=fmt, name=path.name, options={})
+    except WorkerFailure as failure:
+        good = failure.permanent and bool(str(failure))
+        return failure.kind if good else f"!{failure.kind}: {failure}"
+    check_submissions(subs)
+    return "ok"
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_hostile_input_gets_its_typed_outcome(name: str, tmp_path: Path) -> None:
+    fmt, make, expected = HOSTILE[name]
+    path = tmp_path / f"{name}.{fmt}"
+    path.write_bytes(make())
+    assert outcome(path, fmt) in expected.split("|")
+    # The same process converts a good document right after.
+    good = tmp_path / "good.pdf"
+    good.write_bytes(corpus.simple_pdf())
+    sub = json.loads(run_handler(handle, good, format="pdf", name="good.pdf", options={})[0])
+    assert "Sample memo" in sub["canonicalText"]
+
+
+def test_at_least_twenty_hostile_inputs() -> None:
+    assert len(HOSTILE) >= 20
+
+
+@pytest.mark.parametrize(
+    ("fmt", "data", "words"),
+    [
+        ("pdf", corpus.encrypted_pdf(), "encrypted"),
+        ("pdf", corpus.scanned_pdf(), "OCR needs the models extra"),
+        ("docling", b'{"name": "x", "rows": []}', "no schema_name"),
+        ("docling", b"[1, 2]", "not a JSON object"),
+    ],
+)
+def test_failure_says_what_is_wrong(fmt: str, data: bytes, words: str, tmp_path: Path) -> None:
+    path = tmp_path / f"bad.{fmt}"
+    path.write_bytes(data)
+    with pytest.raises(WorkerFailure, match=words):
+        run_handler(handle, path, format=fmt, name=path.name, options={})
+
+
+def test_max_pages_option(tmp_path: Path) -> None:
+    path = tmp_path / "five.pdf"
+    path.write_bytes(corpus.pages_pdf(5))
+    with pytest.raises(WorkerFailure, match="5 pages, over max_pages=4") as caught:
+        run_handler(handle, path, format="pdf", name="five.pdf", options={"max_pages": 4})
+    assert caught.value.kind == "too_large"
+    run_handler(handle, path, format="pdf", name="five.pdf", options={"max_pages": 5})
+
+
+def test_broken_pdf_after_encrypted_one_is_invalid_not_encrypted(tmp_path: Path) -> None:
+    # PDFium keeps its last error per thread: the encrypted file's "password" error must
+    # not be reported for the broken file that follows it.
+    encrypted, empty = tmp_path / "e.pdf", tmp_path / "z.pdf"
+    encrypted.write_bytes(corpus.encrypted_pdf())
+    empty.write_bytes(hostile_zero_pages())
+    assert outcome(encrypted, "pdf") == "unsupported"
+    assert outcome(empty, "pdf") == "invalid_input"

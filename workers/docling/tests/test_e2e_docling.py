@@ -1,0 +1,84 @@
+"""End to end through the real binary: `telha run` with a docling pool of real worker
+processes over good documents and a representative set of hostile ones. Each hostile
+file's job dies at its first attempt with its typed permanent failure (no retry, no
+crash), and every good job succeeds, before and after them, on the same pool."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import docling_corpus as corpus
+from hostile import HOSTILE
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+TELHA_BIN = Path(os.environ.get("TELHA_BIN") or REPO_ROOT / "target" / "debug" / "telha")
+MISSING = not (TELHA_BIN.is_file() and os.access(TELHA_BIN, os.X_OK))
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(
+        MISSING and os.environ.get("TELHA_E2E_REQUIRED") != "1", reason=f"no {TELHA_BIN}"
+    ),
+]
+
+REPRESENTATIVE = [
+    "pdf-encrypted", "pdf-scanned", "pdf-zero-pages", "pdf-10000-pages", "pdf-cyclic-page-tree",
+    "docx-zip-bomb", "docx-no-document-xml", "html-nested-100000", "md-million-list-items",
+    "json-other-tool", "json-nested-million", "json-cycle",
+]  # fmt: skip
+
+
+def run(tmp_path: Path, inputs: Path) -> dict[str, Any]:
+    config = tmp_path / "supervisor.toml"
+    config.write_text(
+        f'[server]\nlisten = "127.0.0.1:0"\ndata_dir = "{tmp_path / "data"}"\n'
+        "[jobs]\nmax_attempts = 3\nlease_secs = 60\nbackoff_base_ms = 50\nbackoff_max_ms = 200\n"
+        '[pools.docling]\nformats = ["pdf", "docx", "html", "md", "docling"]\nworkers = 1\n'
+        f'command = ["{sys.executable}", "-m", "docling_worker"]\njob_timeout_secs = 120\n'
+        "max_jobs_per_worker = 200\n"
+        "[pools.docling.limits]\nmemory_mb = 3072\ncpu_secs = 300\nopen_files = 256\n"
+    )
+    done = subprocess.run(
+        [str(TELHA_BIN), "--config", str(config), "run", "--json", str(inputs)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.stdout, done.stderr[-3000:]
+    summary: dict[str, Any] = json.loads(done.stdout)
+    return summary
+
+
+@pytest.mark.timeout(660)
+def test_hostile_inputs_die_once_typed_and_good_jobs_succeed(tmp_path: Path) -> None:
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    (inputs / "a-first.pdf").write_bytes(corpus.report_pdf())
+    expected: dict[str, str] = {}
+    for name in REPRESENTATIVE:
+        fmt, make, kind = HOSTILE[name]
+        suffix = "json" if fmt == "docling" else fmt
+        (inputs / f"h-{name}.{suffix}").write_bytes(make())
+        expected[f"h-{name}.{suffix}"] = kind
+    (inputs / "z-last.docx").write_bytes(corpus.report_docx())
+    (inputs / "z-last.html").write_text(corpus.REPORT_HTML)
+    (inputs / "z-last.md").write_text(corpus.REPORT_MD)
+    (inputs / "z-last.json").write_bytes(corpus.docling_json(corpus.docling_tables()))
+    jobs = {Path(job["name"]).name: job for job in run(tmp_path, inputs)["jobs"]}
+    for name, job in jobs.items():
+        if name in expected:
+            assert job["state"] == "dead", job
+            assert job["attempts"] == 1, job
+            (failure,) = job["failures"]
+            assert failure["permanent"], failure
+            assert failure["kind"] == expected[name], (name, failure["reason"])
+        else:
+            assert job["state"] == "succeeded", job
+    assert len(jobs) == len(expected) + 5

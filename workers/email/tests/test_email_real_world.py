@@ -1,0 +1,196 @@
+# ruff: noqa: RUF001  (Cyrillic test text looks like Latin letters on purpose)
+"""What each real-world class of issue 16 must become, asserted on the projection (the
+golden files hold the whole submissions; these say which parts matter and why). Every
+test here failed before the fix of its class."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+from typing import Any
+
+import fidelity_corpus
+import pytest
+
+from email_worker import handle
+from workers_common.conformance import run_handler
+
+from email_corpus import eml, multipart, part
+
+
+def project(tmp_path: Path, data: bytes, fmt: str = "eml") -> dict[str, Any]:
+    path = tmp_path / f"message.{fmt}"
+    path.write_bytes(data)
+    subs = run_handler(handle, path, format=fmt, name=path.name, options={})
+    assert len(subs) == 1
+    result: dict[str, Any] = json.loads(subs[0])
+    return result
+
+
+def nodes(sub: dict[str, Any], label: str) -> list[dict[str, Any]]:
+    return [n for n in sub["nodes"] if label in n["labels"]]
+
+
+def edges(sub: dict[str, Any], kind: str) -> list[dict[str, Any]]:
+    return [r for r in sub["relationships"] if r["type"] == kind]
+
+
+def message(sub: dict[str, Any]) -> dict[str, Any]:
+    (found,) = nodes(sub, "MESSAGE")
+    return found
+
+
+# -- 1. charsets per part -------------------------------------------------------------------
+
+
+def test_cyrillic_part_with_one_bad_byte_stays_cyrillic(tmp_path: Path) -> None:
+    data = (
+        eml(
+            [
+                ("From", "a@example.ru"),
+                ("Subject", "x"),
+                ("Content-Type", "text/plain; charset=koi8-r"),
+            ],
+            "Привет".encode("koi8-r"),
+        )
+        + b""
+    )
+    sub = project(tmp_path, data)
+    assert sub["canonicalText"].endswith("\n\nПривет")
+    bad = eml(
+        [("From", "a@example.ru"), ("Content-Type", "text/plain; charset=windows-1251")],
+        "Счёт оплачен".encode("cp1251") + b"\x98",
+    )
+    sub = project(tmp_path, bad)
+    assert sub["canonicalText"].endswith("\n\nСчёт оплачен\ufffd")
+    assert message(sub)["properties"]["defects"] == ["charset:windows-1251:replaced:1"]
+
+
+def test_outlook_html_body_uses_its_code_page(tmp_path: Path) -> None:
+    sub = project(tmp_path, fidelity_corpus.outlook_html_cp1251(), fmt="msg")
+    assert sub["canonicalText"].endswith("\n\nСчёт оплачен.")
+    assert message(sub)["properties"]["defects"] == []
+
+
+# -- 2. bounce and report messages ----------------------------------------------------------
+
+
+def test_delivery_status_is_projected_per_recipient(tmp_path: Path) -> None:
+    sub = project(tmp_path, fidelity_corpus.bounce())
+    statuses = nodes(sub, "DELIVERY_STATUS")
+    assert [s["properties"]["final_recipient"] for s in statuses] == [
+        "bob@example.org",
+        "carol@example.net",
+    ]
+    failed = statuses[0]["properties"]
+    assert failed["action"] == "failed"
+    assert failed["status"] == "5.1.1"
+    assert failed["reporting_mta"] == "dns; mx.example.com"
+    assert failed["diagnostic"] == "smtp; 550 5.1.1 <bob@example.org>: user unknown"
+    assert failed["remote_mta"] == "dns; mail.example.org"
+    assert statuses[1]["properties"]["action"] == "delayed"
+    # Linked to the MESSAGE, and each to its final recipient's PERSON.
+    assert [e["properties"]["position"] for e in edges(sub, "HAS_DELIVERY_STATUS")] == [0, 1]
+    people = {n["id"] for n in nodes(sub, "PERSON")}
+    assert "email:person:bob@example.org" in people
+    assert len(edges(sub, "FINAL_RECIPIENT")) == 2
+    # The report's text is in the canonical text, under a span of the status node.
+    text = sub["canonicalText"].encode()
+    span = sub["spans"][statuses[0]["spanRefs"][0]]
+    assert (
+        text[span["start"] : span["end"]]
+        .decode()
+        .startswith("Final-Recipient: rfc822; bob@example.org\n")
+    )
+
+
+def test_returned_headers_point_at_the_returned_message(tmp_path: Path) -> None:
+    sub = project(tmp_path, fidelity_corpus.bounce())
+    assert [e["toId"] for e in edges(sub, "RETURNS")] == ["email:msg:orig-42@example.com"]
+    assert nodes(sub, "ATTACHMENT") == []  # not an empty attachment any more
+    assert "Returned message:\nFrom: Alice <alice@example.com>\n" in sub["canonicalText"]
+    kinds = {sub["spans"][i]["kind"] for i in message(sub)["spanRefs"]}
+    assert {"delivery_status", "returned_headers"} <= kinds
+
+
+# -- 3. body parts with a file name ---------------------------------------------------------
+
+
+def test_named_inline_text_part_is_the_body(tmp_path: Path) -> None:
+    sub = project(tmp_path, fidelity_corpus.named_body())
+    assert sub["canonicalText"].endswith("\n\nThe body, in a part that has a file name.")
+    assert message(sub)["properties"]["body_source"] == "text/plain"
+    (attachment,) = nodes(sub, "ATTACHMENT")
+    assert attachment["properties"]["filename"] == "notes.txt"
+    assert len(sub["childJobs"]) == 1
+
+
+def test_named_html_part_without_disposition_is_the_body(tmp_path: Path) -> None:
+    sub = project(tmp_path, fidelity_corpus.named_html_body())
+    assert sub["canonicalText"].endswith("\n\nHello from a named HTML part.")
+    assert nodes(sub, "ATTACHMENT") == []
+    assert "childJobs" not in sub or sub["childJobs"] == []
+
+
+def test_named_text_attachment_stays_a_file(tmp_path: Path) -> None:
+    data = eml(
+        [("From", "a@example.com"), ("Content-Type", 'multipart/mixed; boundary="m"')],
+        multipart(
+            "m",
+            [
+                part(
+                    [
+                        ("Content-Type", "text/plain"),
+                        ("Content-Disposition", 'attachment; filename="a.txt"'),
+                    ],
+                    "file",
+                )
+            ],
+        ),
+    )
+    sub = project(tmp_path, data)
+    assert message(sub)["properties"]["body_source"] == "none"
+    assert len(nodes(sub, "ATTACHMENT")) == 1
+
+
+# -- 4. addresses ---------------------------------------------------------------------------
+
+
+def test_run_together_sender_keeps_the_parsed_addr_spec(tmp_path: Path) -> None:
+    sub = project(tmp_path, fidelity_corpus.addresses())
+    properties = message(sub)["properties"]
+    assert properties["sender"] == '"big bug bb"@bug.com'
+    ids = [n["id"] for n in nodes(sub, "PERSON")]
+    assert ids[0] == 'email:person:"big bug bb"@bug.com'
+    # dev@bug.com is in To and in Cc: one distinct recipient, qa@ the other.
+    assert properties["recipient_count"] == 2
+
+
+def test_exchange_only_sender_gets_a_person(tmp_path: Path) -> None:
+    sub = project(tmp_path, fidelity_corpus.outlook_exchange(), fmt="msg")
+    sender = "x500:" + " ".join(fidelity_corpus.EXCHANGE_SENDER.split()).lower()
+    assert message(sub)["properties"]["sender"] == sender
+    people = {n["id"]: n["properties"] for n in nodes(sub, "PERSON")}
+    assert people[f"email:person:{sender}"]["name"] == "Bob Jones"
+    recipient = "x500:" + fidelity_corpus.EXCHANGE_RECIPIENT.lower()
+    assert f"email:person:{recipient}" in people
+    assert len(edges(sub, "FROM")) == 1
+
+
+# -- 5. encoded enclosed messages -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("encoding", ["base64", "quoted-printable"])
+def test_encoded_enclosed_message_is_decoded_for_its_child_job(
+    tmp_path: Path, encoding: str
+) -> None:
+    sub = project(tmp_path, fidelity_corpus.encoded_enclosed(encoding))
+    (child,) = sub["childJobs"]
+    assert child["format"] == "eml"
+    assert base64.b64decode(child["contentB64"]) == fidelity_corpus.INNER
+    assert [e["toId"] for e in edges(sub, "ENCLOSES")] == ["email:msg:inner-enc@example.net"]
+    # The child is a message its own worker can read.
+    (inner,) = nodes(project(tmp_path, fidelity_corpus.INNER), "MESSAGE")
+    assert inner["id"] == "email:msg:inner-enc@example.net"
+    assert inner["properties"]["subject"] == "Rechnung für März"

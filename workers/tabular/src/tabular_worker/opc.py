@@ -1,0 +1,110 @@
+"""Finding the workbook in an xlsx/xlsb package the way Open Packaging Conventions say,
+and handing calamine a package laid out the way it expects.
+
+OPC part names are case-insensitive and some writers store them with backslashes
+(`xl\\workbook.xml`); the main part is whatever the package relationship of type
+`officeDocument` in `_rels/.rels` names, not necessarily `xl/workbook.xml`. calamine opens
+only `xl/workbook.xml` (or `.bin`) with its relationships beside it. So: the workbook part
+is located through `_rels/.rels` (else the usual names, any case or slash), and when the
+package does not already use the usual names a copy is written with every part under
+the workbook's folder moved under `xl/` and the workbook renamed to `xl/workbook.<ext>`
+(its relationships part with it), slashes forward. The archive was inflated and bounded by
+the bomb guard first, so the copy is bounded too.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from xml.etree import ElementTree
+
+__all__ = ["WorkbookPart", "canonical_copy", "locate_workbook", "uses_1904_dates"]
+
+_OFFICE_DOCUMENT = "/officedocument"
+_MAX_RELS_BYTES = 1 << 20
+_USUAL = ("xl/workbook.xml", "xl/workbook.bin")
+_DATE1904 = re.compile(rb"""date1904\s*=\s*["'](1|true|on)["']""", re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class WorkbookPart:
+    """Where the workbook is in a package."""
+
+    member: str
+    """The zip member's name as stored."""
+    path: str
+    """Its part name: forward slashes, no leading slash, lower-case."""
+    canonical: bool
+    """Whether calamine finds it as the package stands."""
+
+
+def _part_name(member: str) -> str:
+    return member.replace("\\", "/").lstrip("/").lower()
+
+
+def _relationship_target(archive: zipfile.ZipFile, parts: dict[str, str]) -> str | None:
+    rels = parts.get("_rels/.rels")
+    if rels is None or archive.getinfo(rels).file_size > _MAX_RELS_BYTES:
+        return None
+    try:
+        root = ElementTree.fromstring(archive.read(rels))
+    except (ElementTree.ParseError, zipfile.BadZipFile, OSError):
+        return None
+    for element in root:
+        kind = element.get("Type", "").lower()
+        target = element.get("Target")
+        if kind.endswith(_OFFICE_DOCUMENT) and target and element.get("TargetMode") != "External":
+            return posixpath.normpath(_part_name(target))
+    return None
+
+
+def locate_workbook(archive: zipfile.ZipFile) -> WorkbookPart | None:
+    """The workbook part of an xlsx/xlsb package, or None when it has none."""
+    parts = {_part_name(info.filename): info.filename for info in archive.infolist()}
+    target = _relationship_target(archive, parts)
+    found = target if target in parts else next((p for p in _USUAL if p in parts), None)
+    if found is None:
+        return None
+    member = parts[found]
+    canonical = member in _USUAL and all("\\" not in name for name in parts.values())
+    return WorkbookPart(member=member, path=found, canonical=canonical)
+
+
+def uses_1904_dates(archive: zipfile.ZipFile, workbook: WorkbookPart) -> bool:
+    """Whether an xlsx workbook part says `<workbookPr date1904="1"/>` (any spelling)."""
+    if not workbook.path.endswith(".xml"):
+        return False
+    with archive.open(workbook.member) as member:
+        head = member.read(_MAX_RELS_BYTES)
+    return _DATE1904.search(head) is not None
+
+
+def _renamed(member: str, workbook: WorkbookPart) -> str:
+    """A member's name in the copy: slashes forward, case kept (only matching ignores it)."""
+    name = member.replace("\\", "/").lstrip("/")
+    part = name.lower()
+    folder, base = posixpath.split(workbook.path)
+    extension = posixpath.splitext(base)[1]
+    if part == workbook.path:
+        return f"xl/workbook{extension}"
+    if part == posixpath.join(folder, "_rels", f"{base}.rels"):
+        return f"xl/_rels/workbook{extension}.rels"
+    if folder and folder != "xl" and part.startswith(f"{folder}/"):
+        return "xl/" + name[len(folder) + 1 :]
+    return name
+
+
+def canonical_copy(archive: zipfile.ZipFile, workbook: WorkbookPart, target: Path) -> Path:
+    """Writes the package to `target` with the usual part names; returns `target`."""
+    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as out:
+        for info in archive.infolist():
+            if info.is_dir():
+                continue
+            name = _renamed(info.filename, workbook)
+            with archive.open(info) as source, out.open(name, "w") as sink:
+                while block := source.read(1 << 20):
+                    sink.write(block)
+    return target
