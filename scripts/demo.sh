@@ -5,6 +5,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
+scripts/system-deps.sh
 workers/setup-venv.sh
 cargo build --locked --quiet
 exec target/debug/telha --config supervisor.toml run samples/

@@ -1,0 +1,234 @@
+"""The worker's Chromium: started lazily, one per worker, restarted after N pages or when it
+dies, and never alive after its worker.
+
+Chromium is started here, not by Playwright's `launch()`: Playwright starts a browser in
+a session of its own, out of the worker's process group, where the pool's `rss_mb`
+watchdog cannot see its memory and the supervisor's group kill cannot reach it. Started
+as our own child, Chromium stays in the worker's group, and `setpriv --pdeathsig KILL`
+(a prctl before exec) kills it when the worker dies, even by SIGKILL; its own children
+(renderers, zygote) end with it. Playwright then attaches over CDP on a loopback port.
+
+Chromium reaches no network itself: every request the page makes is intercepted
+(`route`) and either refused by the guard, or fetched by the worker's own pinned fetcher
+and fulfilled from it. A dead proxy and a resolver that resolves nothing back that up,
+for anything that would slip past interception (prefetches, WebSockets).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Coroutine, Mapping
+from pathlib import Path
+from typing import Any, TypeVar
+
+from playwright.async_api import Browser, BrowserContext, Playwright, async_playwright
+from playwright.async_api import Error as PlaywrightError
+
+from workers_common import FetchFailed, Unsupported
+
+__all__ = ["CHROMIUM_ENV", "ChromiumProcess", "Renderer", "find_chromium"]
+
+CHROMIUM_ENV = "WEB_CHROMIUM"
+_FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-breakpad",
+    "--disable-crash-reporter",
+    "--disable-dev-shm-usage",
+    "--mute-audio",
+    "--dns-prefetch-disable",
+    "--proxy-server=http://127.0.0.1:9",
+    "--proxy-bypass-list=<-loopback>",
+    "--host-resolver-rules=MAP * ~NOTFOUND",
+    "--remote-debugging-address=127.0.0.1",
+    "--remote-debugging-port=0",
+)
+_START_TIMEOUT_S = 20.0
+T = TypeVar("T")
+
+
+def find_chromium(environ: Mapping[str, str] = os.environ) -> str | None:
+    """The Chromium to run: `WEB_CHROMIUM` (empty: rendering off), else `chromium` on PATH."""
+    if CHROMIUM_ENV in environ and not environ[CHROMIUM_ENV]:
+        return None
+    configured = environ.get(CHROMIUM_ENV)
+    if configured:
+        return configured if os.access(configured, os.X_OK) else None
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def _pdeathsig_argv() -> list[str]:
+    setpriv = shutil.which("setpriv")
+    return [setpriv, "--pdeathsig", "KILL", "--"] if setpriv else []
+
+
+def _cpu_limit_argv() -> list[str]:
+    """Lifts the browser's CPU soft limit to the hard one.
+
+    The supervisor's per-job RLIMIT_CPU is a soft limit it moves on the worker at each
+    lease; a child inherits the value of the moment it starts and keeps it for its whole
+    life, so a browser serving 50 pages would be SIGXCPU'd for the worker's budget. The
+    browser is bounded by the render time limits and the job's wall clock instead.
+    """
+    soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
+    tool = shutil.which("prlimit")
+    if soft == hard or tool is None:
+        return []
+    shown = "unlimited" if hard == resource.RLIM_INFINITY else str(hard)
+    return [tool, f"--cpu={shown}:{shown}", "--"]
+
+
+class ChromiumProcess:
+    """One Chromium child in the worker's process group, with its CDP endpoint."""
+
+    def __init__(self, executable: str) -> None:
+        self.profile = tempfile.mkdtemp(prefix="telha-chromium-")
+        argv = [
+            *_cpu_limit_argv(),
+            *_pdeathsig_argv(),
+            executable,
+            *_FLAGS,
+            f"--user-data-dir={self.profile}",
+        ]
+        self.process = subprocess.Popen(
+            [*argv, "about:blank"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        self.endpoint = self._wait_endpoint()
+
+    def _wait_endpoint(self) -> str:
+        marker = Path(self.profile) / "DevToolsActivePort"
+        deadline = time.monotonic() + _START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                break
+            lines = marker.read_text().splitlines() if marker.exists() else []
+            if len(lines) >= 2 and lines[0].isdigit():
+                return f"ws://127.0.0.1:{lines[0]}{lines[1]}"
+            time.sleep(0.02)
+        self.stop()
+        raise FetchFailed("chromium did not start (no DevTools endpoint)")
+
+    @property
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            # Its renderers are its children in our group: SIGKILL the browser, they follow.
+            self.process.send_signal(signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(timeout=10)
+        shutil.rmtree(self.profile, ignore_errors=True)
+
+
+class Renderer:
+    """Owns the event loop, Playwright's driver and the browser; restarts the browser after
+    `max_pages` pages or when it has died."""
+
+    def __init__(self, executable: str | None, max_pages: int = 50) -> None:
+        self.executable = executable
+        self.max_pages = max_pages
+        self.pages = 0
+        self.launches = 0
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._playwright: Playwright | None = None
+        self._chromium: ChromiumProcess | None = None
+        self._browser: Browser | None = None
+        self._context: BrowserContext | None = None
+
+    @property
+    def available(self) -> bool:
+        return self.executable is not None
+
+    @property
+    def chromium_pid(self) -> int | None:
+        return self._chromium.process.pid if self._chromium is not None else None
+
+    def run(self, make: Callable[[BrowserContext], Coroutine[Any, Any, T]]) -> T:
+        """Runs `make(context)` on the worker's loop, in the context of a browser that is up
+        (one context per browser: making one costs ~0.2 s over CDP)."""
+        if self.executable is None:
+            raise Unsupported("rendering needs Chromium, and none is installed (WEB_CHROMIUM)")
+        loop = self._loop or asyncio.new_event_loop()
+        self._loop = loop
+        browser = loop.run_until_complete(self._ensure())
+        try:
+            return loop.run_until_complete(make(browser))
+        except PlaywrightError as err:
+            if "closed" not in str(err):
+                raise
+            # The browser died between pages (killed, crashed) before we could tell:
+            # once more with a fresh one.
+            loop.run_until_complete(self._close_browser())
+            browser = loop.run_until_complete(self._ensure())
+            return loop.run_until_complete(make(browser))
+        finally:
+            self.pages += 1
+
+    async def _ensure(self) -> BrowserContext:
+        healthy = (
+            self._browser is not None
+            and self._browser.is_connected()
+            and self._chromium is not None
+            and self._chromium.alive
+        )
+        if healthy and self.pages < self.max_pages and self._context is not None:
+            return self._context
+        await self._close_browser()
+        if self._playwright is None:
+            self._playwright = await async_playwright().start()
+        assert self.executable is not None
+        self._chromium = ChromiumProcess(self.executable)
+        self._browser = await self._playwright.chromium.connect_over_cdp(self._chromium.endpoint)
+        self._context = await self._browser.new_context(service_workers="block")
+        self.pages = 0
+        self.launches += 1
+        return self._context
+
+    async def _close_browser(self) -> None:
+        browser, self._browser = self._browser, None
+        self._context = None
+        if browser is not None:
+            # A browser that died or hangs is killed below anyway.
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(browser.close(), 5)
+        chromium, self._chromium = self._chromium, None
+        if chromium is not None:
+            chromium.stop()
+
+    def restart(self) -> None:
+        """Drops the browser (a wedged page): the next page starts a fresh one."""
+        if self._loop is not None:
+            self._loop.run_until_complete(self._close_browser())
+
+    def close(self) -> None:
+        if self._loop is None:
+            return
+        # Route handlers still waiting on a sub-request of an earlier page end here.
+        pending = [t for t in asyncio.all_tasks(self._loop) if not t.done()]
+        for task in pending:
+            task.cancel()
+        self._loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+        self._loop.run_until_complete(self._close_browser())
+        if self._playwright is not None:
+            self._loop.run_until_complete(self._playwright.stop())
+            self._playwright = None
+        self._loop.close()
+        self._loop = None

@@ -1,0 +1,65 @@
+"""What a response's type is: HTML to project here, or another format's bytes for a child job.
+
+The `Content-Type` decides; a missing or generic one (application/octet-stream) is sniffed
+from the first bytes (`%PDF-`, an HTML start). `WEB_CONTENT_FORMATS` (the pool's `env`,
+comma-separated) names the formats a pool of this deployment serves: a response of any
+other format is `unsupported`, so no child job waits forever for a worker that never comes.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+__all__ = ["CONTENT_FORMATS_ENV", "ROUTES", "classify", "routed_formats"]
+
+CONTENT_FORMATS_ENV = "WEB_CONTENT_FORMATS"
+HTML = "html"
+_HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
+ROUTES: Mapping[str, str] = {
+    "application/pdf": "pdf",
+    "text/csv": "csv",
+    "text/tab-separated-values": "tsv",
+    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": "xlsx",
+    "application/vnd.apache.parquet": "parquet",
+    "application/x-parquet": "parquet",
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document": "docx",
+    "text/markdown": "md",
+    "text/plain": "txt",
+    "message/rfc822": "eml",
+    "application/vnd.ms-outlook": "msg",
+}
+"""Media type -> the format whose pool projects it."""
+_GENERIC = frozenset({"", "application/octet-stream", "binary/octet-stream"})
+
+
+def media_type(content_type: str) -> str:
+    return content_type.split(";", 1)[0].strip().lower()
+
+
+def _sniff(body: bytes) -> str | None:
+    head = body[:1024].lstrip().lower()
+    if head.startswith(b"%pdf-"):
+        return "pdf"
+    if head.startswith((b"<!doctype html", b"<html", b"<head", b"<body")):
+        return HTML
+    return None
+
+
+def classify(content_type: str, body: bytes) -> str | None:
+    """`html`, a routed format name, or None when nothing here serves the type."""
+    media = media_type(content_type)
+    if media in _HTML_TYPES:
+        return HTML
+    if media in _GENERIC:
+        return _sniff(body)
+    return ROUTES.get(media)
+
+
+def routed_formats(environ: Mapping[str, str] = os.environ) -> frozenset[str]:
+    """The formats non-HTML responses may become child jobs of (all known ones by default)."""
+    known = frozenset(ROUTES.values())
+    configured = environ.get(CONTENT_FORMATS_ENV)
+    if configured is None:
+        return known
+    return frozenset(f.strip().lower() for f in configured.split(",") if f.strip()) & known
