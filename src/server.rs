@@ -35,6 +35,8 @@ pub enum ServeError {
     Io(#[from] std::io::Error),
     #[error(transparent)]
     Supervisor(#[from] crate::supervise::SupervisorError),
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
     #[error("reflection: {0}")]
     Reflection(#[from] tonic_reflection::server::Error),
 }
@@ -50,6 +52,8 @@ pub struct Bound {
 /// Runs the server until `shutdown` resolves. `on_bound` is told the address once
 /// listening (tests use port 0).
 pub async fn serve(config: Config, shutdown: impl Future<Output = ()> + Send + 'static, on_bound: impl FnOnce(Bound) + Send) -> Result<(), ServeError> {
+    // Refused before anything is created or bound, naming the key.
+    config.check_runnable()?;
     let data_dir = config.server.data_dir.clone();
     std::fs::create_dir_all(&data_dir)?;
     let token_path = config.server.token_path();

@@ -109,6 +109,13 @@ impl Leases {
         }
     }
 
+    /// Keeps lease `attempt` of job `id` alive while the core itself holds the worker's
+    /// call (a partial waiting for its predecessor): the worker is not silent, the core is.
+    pub async fn keep_alive(&self, id: u64, attempt: u64) -> Result<(), StoreError> {
+        let policy = self.policy.clone();
+        self.store.write(move |t| jobs::keep_alive(t, id, attempt, &policy, now_us())).await
+    }
+
     /// Extends the leases `worker` holds among `items`.
     pub async fn heartbeat(&self, worker: String, items: Vec<(u64, Option<u64>)>) -> Result<(Vec<u64>, i64), StoreError> {
         let policy = self.policy.clone();
@@ -118,15 +125,15 @@ impl Leases {
     /// Accepts a validated submission; a final one makes the projection visible and
     /// hands the child jobs it created to the queue.
     pub async fn submit(&self, sub: Staged) -> Result<SubmitOutcome, StoreError> {
-        let (id, worker, policy) = (sub.job_id, sub.worker_id.clone(), self.policy.clone());
+        let (id, policy) = (sub.job_id, self.policy.clone());
         let outcome = self.store.write(move |t| submit::submit(t, sub, &policy, now_us())).await?;
         match &outcome {
-            SubmitOutcome::Accepted { finished: true, enqueued, .. } => {
+            SubmitOutcome::Accepted { finished: true, enqueued, holder, .. } => {
                 if !enqueued.is_empty() {
                     let ready = enqueued.iter().map(|c| ReadyJob { format: c.format.clone(), tenant: c.tenant.clone(), id: c.id }).collect();
                     let _ = self.queue.ready(ready).await;
                 }
-                self.ended(id, worker).await
+                self.ended(id, holder.clone()).await
             }
             SubmitOutcome::Protocol { failed, .. } => self.after_fail(id, failed).await,
             _ => {}

@@ -109,10 +109,13 @@ impl Core {
         }
     }
 
-    /// Enqueues a validated job; it is durable when this returns.
+    /// Enqueues a validated job; it is durable when this returns. A job whose
+    /// idempotency key the tenant already used is the job that key created.
     pub async fn enqueue(&self, new: NewJob) -> Result<JobRecord, CoreError> {
-        let rec = self.store.write(move |t| jobs::insert(t, new, now_us())).await?;
-        self.queue.ready(vec![ReadyJob { format: rec.format.clone(), tenant: rec.tenant.clone(), id: rec.id }]).await?;
+        let (rec, created) = self.store.write(move |t| jobs::insert_once(t, new, now_us())).await?;
+        if created {
+            self.queue.ready(vec![ReadyJob { format: rec.format.clone(), tenant: rec.tenant.clone(), id: rec.id }]).await?;
+        }
         Ok(rec)
     }
 

@@ -136,6 +136,9 @@ struct Proc {
     pid: u32,
     worker_id: String,
     tail: Tail,
+    /// Where the current (or last) job's stderr starts in `tail`: an exit is classified
+    /// from what the process wrote since its job was leased, not from an earlier job's log.
+    job_mark: u64,
     polling: bool,
     /// The job held: (id, lease number, since).
     job: Option<(u64, u64, Instant)>,
@@ -229,6 +232,7 @@ impl PoolActor {
             CoreEvent::Granted { worker, job, attempt } => {
                 let Some(p) = self.slot_of(&worker) else { return };
                 p.job = Some((job, attempt, Instant::now()));
+                p.job_mark = p.tail.mark();
                 if let Some(budget) = cpu_secs {
                     if let Err(e) = procfs::grant_cpu(p.pid, budget) {
                         tracing::warn!(worker = %worker, error = %e, "cannot set the per-job CPU limit");
@@ -393,6 +397,7 @@ impl PoolActor {
                     pid: spawned.pid,
                     worker_id,
                     tail: spawned.stderr_tail,
+                    job_mark: 0,
                     polling: false,
                     job: None,
                     jobs_done: 0,
@@ -441,7 +446,7 @@ impl PoolActor {
         }
         let Some(p) = slot.proc.take() else { return };
         p.tail.settled().await;
-        let tail = p.tail.text();
+        let tail = p.tail.text_since(p.job_mark);
         let class = classify(exit, &tail, p.killed);
         let stopping = self.stopping.is_some();
         match class.kind {

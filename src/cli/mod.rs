@@ -123,6 +123,12 @@ pub struct GraphArgs {
     /// Only if the job belongs to this tenant.
     #[arg(long)]
     pub tenant: Option<String>,
+    /// Every entry: page through lists longer than one read's --page-items.
+    #[arg(long)]
+    pub all: bool,
+    /// Most spans, nodes, relationships and ambiguities per read.
+    #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub page_items: u32,
 }
 
 #[derive(Debug, Args)]

@@ -9,6 +9,7 @@
 //!   edges, spans, text, ambiguities), what a partial defers to the final commit,
 //!   child jobs, the source's content hash, and the reclaim of an attempt that ends
 //!   without its final.
+//! - [`positions`]: the submission hash's view of a submission (core ids as positions).
 //! - [`read`]: a job's projection, a node with its versions and edges, ambiguities.
 //!
 //! Node ids. A node without a worker-given id gets a core-assigned id `n<decimal>`
@@ -24,6 +25,7 @@
 //! deleted with it.
 
 pub mod apply;
+pub mod positions;
 pub mod read;
 pub mod submit;
 pub mod validate;
@@ -69,5 +71,6 @@ pub fn create_tables(txn: &WriteTransaction) -> Result<(), StoreError> {
     txn.open_table(AMBIGUITIES)?;
     txn.open_table(CHILD_NAMES)?;
     txn.open_table(CONTENT_HASHES)?;
+    txn.open_table(CORE_IDS)?;
     Ok(())
 }

@@ -20,6 +20,8 @@ pub struct Caps {
     pub max_relationships: usize,
     pub max_child_jobs: usize,
     pub max_ambiguities: usize,
+    /// Labels on one node. Bounds the work a node costs (its labels are compared as a set).
+    pub max_labels_per_node: usize,
 }
 
 impl Default for Caps {
@@ -31,6 +33,7 @@ impl Default for Caps {
             max_relationships: 200_000,
             max_child_jobs: 10_000,
             max_ambiguities: 10_000,
+            max_labels_per_node: 256,
         }
     }
 }
@@ -150,11 +153,15 @@ pub fn validate(sub: &Submission, base: u64, caps: &Caps, formats: &BTreeSet<Str
         if n.labels.is_empty() {
             return Err(WireError::field(format!("nodes[{i}].labels"), "a node needs at least one label"));
         }
+        if n.labels.len() > caps.max_labels_per_node {
+            return Err(WireError::field(format!("nodes[{i}].labels"), format!("{} is over the limit of {} per node ([graph].max_labels_per_node)", n.labels.len(), caps.max_labels_per_node)));
+        }
+        let mut seen: HashSet<&str> = HashSet::with_capacity(n.labels.len());
         for (j, l) in n.labels.iter().enumerate() {
             if !is_identifier(l) {
                 return Err(WireError::field(format!("nodes[{i}].labels[{j}]"), format!("{:?} is not an identifier ([A-Za-z][A-Za-z0-9_]*, at most {MAX_IDENT_BYTES} bytes)", short(l))));
             }
-            if n.labels[..j].contains(l) {
+            if !seen.insert(l) {
                 return Err(WireError::field(format!("nodes[{i}].labels[{j}]"), format!("duplicate label {l:?}")));
             }
         }

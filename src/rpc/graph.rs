@@ -33,7 +33,8 @@ pub async fn projection(core: &Core, r: GetProjectionRequest) -> Result<Projecti
     }
     let max = if r.max_items == 0 { DEFAULT_ITEMS } else { r.max_items } as usize;
     let store = core.store.clone();
-    let p = read(move || read::projection(&store.read()?, id, tenant.as_deref(), max)).await?;
+    let skip = r.skip;
+    let p = read(move || read::projection(&store.read()?, id, tenant.as_deref(), max, skip)).await?;
     Ok(Projection {
         job_id: p.job.id.to_string(),
         tenant_id: p.job.tenant.clone(),

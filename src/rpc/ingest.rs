@@ -81,7 +81,8 @@ fn new_job(h: SubmitHeader, known: &std::collections::BTreeSet<String>) -> Resul
     }
     let options_json = convert::options("options_json", &h.options_json)?;
     let url = if h.url.is_empty() { String::new() } else { convert::url("url", &h.url)? };
-    Ok(NewJob { tenant, organization, format: h.format, name: h.name, options_json, url, ..Default::default() })
+    let idempotency_key = if h.idempotency_key.is_empty() { String::new() } else { ident("idempotency_key", &h.idempotency_key)? };
+    Ok(NewJob { tenant, organization, format: h.format, name: h.name, options_json, url, idempotency_key, ..Default::default() })
 }
 
 #[tonic::async_trait]

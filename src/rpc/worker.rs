@@ -73,10 +73,21 @@ impl WorkerService for WorkerApi {
     async fn submit_ingestion_result(&self, req: Request<IngestionResult>) -> Result<Response<SubmitResponse>, Status> {
         let r = req.into_inner();
         let id = job_id("job_id", &r.job_id)?;
-        let worker = ident("worker_id", &r.worker_id)?;
-        if r.attempt == 0 {
-            return Err(invalid("attempt", "required: the lease number from the JobPayload"));
-        }
+        // `worker_id` and `attempt` were added for fencing; a worker that speaks only the
+        // seed's fields sends neither. Without `attempt` the submission is fenced by the
+        // lease current when it arrives, and without `worker_id` by no holder: what is
+        // then still fenced is that the job is leased, the lease does not change between
+        // this look and the write (the store checks the number again), and the seq order
+        // of its partials. A stale seed worker whose lease expired and was granted again
+        // can land a result on the new lease; only the added fields prevent that.
+        let worker = if r.worker_id.is_empty() { None } else { Some(ident("worker_id", &r.worker_id)?) };
+        let attempt = match r.attempt {
+            0 => match current_lease(&self.core, id).await? {
+                Some(a) => a,
+                None => return Ok(Response::new(SubmitResponse { accepted: false, reason: format!("job {id} is not leased"), ..Default::default() })),
+            },
+            a => a,
+        };
         let leases = &self.core.leases;
         if !r.success {
             if r.failure_reason.len() > MAX_REASON_WIRE_BYTES {
@@ -91,16 +102,15 @@ impl WorkerService for WorkerApi {
                 kind: kind.unwrap_or(FailureKind::Transient).as_str().into(),
                 permanent,
                 reason: failure::truncate_utf8(&r.failure_reason, failure::MAX_REASON_BYTES).to_string(),
-                worker_id: worker.clone(),
+                worker_id: worker.clone().unwrap_or_default(),
                 ..Default::default()
             };
-            let outcome = leases.fail(id, Some(worker), r.attempt, failure).await.map_err(store_status)?;
+            let outcome = leases.fail(id, worker, attempt, failure).await.map_err(store_status)?;
             return Ok(Response::new(match outcome {
                 FailOutcome::NotCurrent(reason) => SubmitResponse { accepted: false, reason, ..Default::default() },
                 _ => SubmitResponse { accepted: true, ..Default::default() },
             }));
         }
-        let attempt = r.attempt;
         let bytes = r.result_json;
         // Parse, validate all of it and store child contents as blobs, off the async
         // workers (a partial may be tens of MB of JSON). A partial may arrive before its
@@ -127,10 +137,10 @@ impl WorkerService for WorkerApi {
                     kind: kind.as_str().into(),
                     permanent: leases.policy().is_permanent(kind),
                     reason: failure::reason(kind, &reason),
-                    worker_id: worker.clone(),
+                    worker_id: worker.clone().unwrap_or_default(),
                     ..Default::default()
                 };
-                let outcome = leases.fail(id, Some(worker), r.attempt, failure).await.map_err(store_status)?;
+                let outcome = leases.fail(id, worker, attempt, failure).await.map_err(store_status)?;
                 let reason = match outcome {
                     FailOutcome::NotCurrent(fenced) => fenced,
                     _ => failure::reason(kind, &reason),
@@ -200,29 +210,47 @@ impl WorkerService for WorkerApi {
     }
 }
 
-/// How long a partial waits for its predecessor in the same lease to be accepted.
-const PREDECESSOR_WAIT: Duration = Duration::from_secs(30);
+/// The number of job `id`'s current lease, if it is leased (read on a blocking thread).
+async fn current_lease(core: &Core, id: u64) -> Result<Option<u64>, Status> {
+    let store = core.store.clone();
+    let view = blocking(move || jobs::get(&store.read()?, id)).await?.map_err(store_status)?;
+    Ok(view.and_then(|v| v.lease).map(|l| l.attempt))
+}
 
 /// The text offset submission `seq` of lease `attempt` starts at, once its
 /// predecessor is accepted. A gap is an error naming it: `seq - 2` not accepted
 /// (at most two partials are in flight), or `seq - 1` not accepted within
-/// [`PREDECESSOR_WAIT`]. For a lease that is not current, 0: the store fences the
-/// submission.
+/// `[jobs] partial_wait_secs`, during which the lease is kept alive (the core holds
+/// the worker's call; the worker is not silent). For a lease that is not current, 0:
+/// the store fences the submission.
 async fn base_when_ready(core: &Core, job: u64, attempt: u64, seq: u32) -> Result<Result<u64, WireError>, Status> {
     let gap = |missing: u32, why: &str| WireError::field("seq", format!("{seq} leaves a gap: seq {missing} of this lease {why}"));
+    let config = core.config();
+    let wait = config.jobs.partial_wait();
+    let keep_alive_every = (config.jobs.lease() / 3).max(Duration::from_millis(10));
     // Subscribed before looking, so that a commit between the look and the wait is heard.
     let mut changes = core.store.subscribe();
-    let deadline = tokio::time::Instant::now() + PREDECESSOR_WAIT;
+    let deadline = tokio::time::Instant::now() + wait;
+    let mut next_keep_alive = tokio::time::Instant::now();
     loop {
-        match base_offset(&core.store.read().map_err(store_status)?, job, attempt, seq).map_err(store_status)? {
+        let store = core.store.clone();
+        match blocking(move || base_offset(&store.read()?, job, attempt, seq)).await?.map_err(store_status)? {
             Base::At(base) => return Ok(Ok(base)),
             Base::NotLeased => return Ok(Ok(0)),
             Base::Gap => return Ok(Err(gap(seq.saturating_sub(2), "was not accepted (a worker keeps at most two partials in flight)"))),
             Base::Waiting => {}
         }
         loop {
-            match tokio::time::timeout_at(deadline, changes.recv()).await {
-                Err(_) => return Ok(Err(gap(seq.saturating_sub(1), &format!("was not accepted within {} s", PREDECESSOR_WAIT.as_secs())))),
+            let now = tokio::time::Instant::now();
+            if now >= deadline {
+                return Ok(Err(gap(seq.saturating_sub(1), &format!("was not accepted within {} s", wait.as_secs_f64()))));
+            }
+            if now >= next_keep_alive {
+                core.leases.keep_alive(job, attempt).await.map_err(store_status)?;
+                next_keep_alive = now + keep_alive_every;
+            }
+            match tokio::time::timeout_at(deadline.min(next_keep_alive), changes.recv()).await {
+                Err(_) => continue,
                 Ok(Ok(changed)) if changed != job => continue,
                 Ok(Err(broadcast::error::RecvError::Closed)) => return Ok(Ok(0)),
                 // This job changed (or events were missed): look again.
@@ -255,6 +283,11 @@ fn check(core: &Core, job: u64, attempt: u64, base: u64, sub: Submission, bytes:
             }
         });
     }
-    let props = Encoded::of(&sub);
-    Ok(Ok(Staged { job_id: job, worker_id: String::new(), attempt, base, result_json: bytes, sub, props, child_blobs }))
+    let props = match Encoded::of(&sub) {
+        Ok(p) => p,
+        Err(e) => return Ok(Err(e)),
+    };
+    // Only a later partial can carry ids the core assigned earlier in this lease.
+    let core_refs = if sub.seq == 0 { Vec::new() } else { crate::graph::positions::core_refs(&bytes) };
+    Ok(Ok(Staged { job_id: job, worker_id: None, attempt, base, result_json: bytes, sub, props, child_blobs, core_refs }))
 }

@@ -23,6 +23,7 @@ pub fn create_tables(txn: &WriteTransaction) -> Result<(), StoreError> {
     txn.open_table(COUNTS)?;
     txn.open_table(META)?;
     txn.open_table(SUBMISSIONS)?;
+    txn.open_table(IDEMPOTENCY)?;
     Ok(())
 }
 
@@ -37,6 +38,8 @@ pub struct NewJob {
     pub url: String,
     pub blob: String,
     pub size: u64,
+    /// The client's idempotency key ("" for none).
+    pub idempotency_key: String,
 }
 
 /// Retry and permanence policy, from `[jobs]` and `[failures]`.
@@ -195,6 +198,23 @@ pub fn insert(tx: &mut Tx<'_>, new: NewJob, now: i64) -> Result<JobRecord, Store
     Ok(rec)
 }
 
+/// A client's job: the one its idempotency key already names in the tenant (false),
+/// or a new one (true).
+pub fn insert_once(tx: &mut Tx<'_>, new: NewJob, now: i64) -> Result<(JobRecord, bool), StoreError> {
+    if !new.idempotency_key.is_empty() {
+        let existing = tx.txn.open_table(IDEMPOTENCY)?.get((new.tenant.as_str(), new.idempotency_key.as_str()))?.map(|g| g.value());
+        if let Some(rec) = existing.map(|id| load(tx.txn, id)).transpose()?.flatten() {
+            return Ok((rec, false));
+        }
+    }
+    let key = (!new.idempotency_key.is_empty()).then(|| (new.tenant.clone(), new.idempotency_key.clone()));
+    let rec = insert(tx, new, now)?;
+    if let Some((tenant, key)) = key {
+        tx.txn.open_table(IDEMPOTENCY)?.insert((tenant.as_str(), key.as_str()), rec.id)?;
+    }
+    Ok((rec, true))
+}
+
 /// A granted lease: the job and its new lease.
 #[derive(Debug, Clone)]
 pub struct Granted {
@@ -235,6 +255,16 @@ pub fn heartbeat(tx: &mut Tx<'_>, worker: &str, items: &[(u64, Option<u64>)], po
         extended.push(id);
     }
     Ok((extended, deadline))
+}
+
+/// Extends lease `attempt` of job `id` by a lease from `now`, if it is current.
+pub fn keep_alive(tx: &mut Tx<'_>, id: u64, attempt: u64, policy: &Policy, now: i64) -> Result<(), StoreError> {
+    let Some(mut lease) = load_lease(tx.txn, id)? else { return Ok(()) };
+    if lease.attempt == attempt {
+        lease.deadline = lease.deadline.max(now + policy.lease_us);
+        tx.txn.open_table(LEASES)?.insert(id, lease.encode_to_vec().as_slice())?;
+    }
+    Ok(())
 }
 
 /// Why a submission or heartbeat does not apply to the current lease.

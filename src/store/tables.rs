@@ -29,6 +29,10 @@ pub const COUNTS: TableDefinition<(&str, u8), u64> = TableDefinition::new("count
 /// Counters. Key: name (`next_job_id`, `next_node_id`). Value: the next value to hand out.
 pub const META: TableDefinition<&str, u64> = TableDefinition::new("meta-1");
 
+/// Client idempotency keys. Key: (tenant, key). Value: the job the first SubmitJob
+/// with that key created. Kept for good (the promise is at least 24 h).
+pub const IDEMPOTENCY: TableDefinition<(&str, &str), u64> = TableDefinition::new("idempotency-1");
+
 /// Accepted submissions of the current (or final) lease of a job.
 /// Key: (job id, lease number, seq). Value: `SubmissionRecord`.
 pub const SUBMISSIONS: TableDefinition<(u64, u64, u32), &[u8]> = TableDefinition::new("submissions-1");
@@ -69,6 +73,11 @@ pub const JOB_TEXT: TableDefinition<(u64, u32), &[u8]> = TableDefinition::new("j
 
 /// Temporal ambiguities, all candidates kept. Key: (tenant, job id, index). Value: `AmbiguityRecord`.
 pub const AMBIGUITIES: TableDefinition<(&str, u64, u32), &[u8]> = TableDefinition::new("ambiguities-1");
+
+/// The core-assigned ids each partial of a lease got, so that later submissions'
+/// references to them hash as positions. Key: (job id, lease number, first id number).
+/// Value: `CoreIdRun`. Deleted when the lease ends.
+pub const CORE_IDS: TableDefinition<(u64, u64, u64), &[u8]> = TableDefinition::new("core-ids-1");
 
 /// Child jobs by name, per tenant (name dedup). Key: (tenant, name). Value: job id.
 pub const CHILD_NAMES: TableDefinition<(&str, &str), u64> = TableDefinition::new("child-names-1");
