@@ -302,8 +302,8 @@ impl Config {
             if pool.formats.is_empty() {
                 return Err(invalid(&key("formats"), "declare at least one format".into()));
             }
-            if let Some(bad) = pool.formats.iter().find(|f| !is_identifier(f)) {
-                return Err(invalid(&key("formats"), format!("{bad:?} is not a format name")));
+            if let Some(bad) = pool.formats.iter().find(|f| !is_format_name(f)) {
+                return Err(invalid(&key("formats"), format!("{bad:?} is not a format name ({}, at most {} bytes)", crate::rules::FORMAT_PATTERN, crate::rules::MAX_FORMAT_BYTES)));
             }
             if pool.command.is_empty() || pool.command[0].is_empty() {
                 return Err(invalid(&key("command"), "needs a program".into()));
@@ -420,6 +420,15 @@ pub fn program_problem(program: &str) -> Option<String> {
     Some(if program.contains('/') { "no such file".into() } else { format!("not found on PATH ({CLEAN_PATH})") })
 }
 
+/// rules.json `format_pattern` (`[a-z0-9][a-z0-9_.+-]*`), at most `max_format_bytes`: the
+/// names workers declare (TELHA_FORMATS) and jobs carry.
+pub fn is_format_name(s: &str) -> bool {
+    let mut b = s.bytes();
+    s.len() <= crate::rules::MAX_FORMAT_BYTES
+        && b.next().is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+        && b.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, b'_' | b'.' | b'+' | b'-'))
+}
+
 /// Letters, digits, `-`, `_` and `.`, 1..=64 bytes: names that are safe in paths, logs and keys.
 pub fn is_identifier(s: &str) -> bool {
     !s.is_empty() && s.len() <= 64 && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.')
@@ -486,6 +495,19 @@ mod tests {
         assert_eq!(c.server.token_path(), PathBuf::from("/etc/telha/d/token"));
         assert_eq!(c.pools["p"].command[0], "/etc/telha/.venv/bin/python");
         assert!(c.known_formats().contains("txt"));
+    }
+
+    #[test]
+    fn format_names_follow_the_shared_rule() {
+        assert!(BUILTIN_FORMATS.iter().all(|f| is_format_name(f)));
+        for good in ["csv", "code-archive", "c++", "x.y_z", "9p"] {
+            assert!(is_format_name(good), "{good}");
+        }
+        for bad in ["", "CSV", "-x", ".x", "a b", "é", &"x".repeat(65)] {
+            assert!(!is_format_name(bad), "{bad}");
+        }
+        let msg = parse("[pools.p]\nformats = ['CSV']\ncommand = ['x']\n").unwrap_err().to_string();
+        assert!(msg.contains("pools.p.formats: \"CSV\" is not a format name"), "{msg}");
     }
 
     #[test]

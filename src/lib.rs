@@ -4,6 +4,7 @@
 //! Module map:
 //! - [`proto`]: code generated from `proto/telha/v1/telha.proto` (the wire contract).
 //! - [`config`]: `supervisor.toml`, parsed strictly (unknown keys refused with their path).
+//! - [`rules`]: the rules both sides of the wire enforce, generated from `proto/telha/v1/rules.json`.
 //! - [`failure`]: the failure taxonomy shared by the core, the supervisor and the workers.
 //! - [`store`]: redb tables, the pure job state machine, group commit, blobs.
 //! - [`actors`]: the queue actor (routing, tenant fairness) and the lease actor (timers).
@@ -20,6 +21,7 @@ pub mod config;
 pub mod failure;
 pub mod graph;
 pub mod proto;
+pub mod rules;
 pub mod rpc;
 pub mod server;
 pub mod store;

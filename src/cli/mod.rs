@@ -1,6 +1,7 @@
 //! The `telha` command line (DESIGN.md §7). Client commands talk to a running
 //! server over gRPC; `serve` runs one.
 
+mod check;
 mod client;
 mod graph;
 mod render;
@@ -59,6 +60,12 @@ pub enum Command {
     Ambiguities(AmbiguitiesArgs),
     /// Queue depth per format and state, and the workers polling.
     Status,
+    /// Check wire submissions offline with the core's validator: each file holds one job's
+    /// submissions as a JSON array (a golden file) or one submission. One JSON line per file.
+    Check {
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -164,6 +171,7 @@ pub async fn run(cli: Cli) -> ExitCode {
         Command::Graph(args) => graph::graph(&cli.global, args).await,
         Command::Node(args) => graph::node(&cli.global, args).await,
         Command::Ambiguities(args) => graph::ambiguities(&cli.global, args).await,
+        Command::Check { files } => check::check(&cli.global, &files),
     };
     match result {
         Ok(code) => code,

@@ -26,24 +26,25 @@ pub struct Caps {
 
 impl Default for Caps {
     fn default() -> Self {
+        use crate::rules::*;
         Self {
-            max_text_bytes: 32 * 1024 * 1024,
-            max_spans: 200_000,
-            max_nodes: 100_000,
-            max_relationships: 200_000,
-            max_child_jobs: 10_000,
-            max_ambiguities: 10_000,
-            max_labels_per_node: 256,
+            max_text_bytes: DEFAULT_MAX_TEXT_BYTES,
+            max_spans: DEFAULT_MAX_SPANS,
+            max_nodes: DEFAULT_MAX_NODES,
+            max_relationships: DEFAULT_MAX_RELATIONSHIPS,
+            max_child_jobs: DEFAULT_MAX_CHILD_JOBS,
+            max_ambiguities: DEFAULT_MAX_AMBIGUITIES,
+            max_labels_per_node: DEFAULT_MAX_LABELS_PER_NODE,
         }
     }
 }
 
-/// Longest node id, worker-given or referenced.
-pub const MAX_NODE_ID_BYTES: usize = 512;
-/// Longest label, edge type, span kind or ambiguity kind.
-pub const MAX_IDENT_BYTES: usize = 128;
-/// Longest child job name (as for client-submitted jobs).
-pub const MAX_CHILD_NAME_BYTES: usize = 4096;
+/// Longest node id, worker-given or referenced (rules.json).
+pub const MAX_NODE_ID_BYTES: usize = crate::rules::MAX_NODE_ID_BYTES;
+/// Longest label, edge type, span kind or ambiguity kind (rules.json).
+pub const MAX_IDENT_BYTES: usize = crate::rules::MAX_IDENT_BYTES;
+/// Longest child job name, as for client-submitted jobs (rules.json).
+pub const MAX_CHILD_NAME_BYTES: usize = crate::rules::MAX_CHILD_NAME_BYTES;
 
 /// What validation produced beyond "valid": the decoded content of each child job.
 #[derive(Debug, Default)]
@@ -51,13 +52,14 @@ pub struct Checked {
     pub child_contents: Vec<Option<Vec<u8>>>,
 }
 
-/// Whether `id` has the form the core uses for the ids it assigns (`n<decimal>`);
+/// Whether `id` has the form the core uses for the ids it assigns (`n<decimal>`,
+/// rules.json `core_id_pattern`);
 /// workers may reference such ids but not give them.
 pub fn is_core_id(id: &str) -> bool {
     id.len() > 1 && id.starts_with('n') && id[1..].bytes().all(|b| b.is_ascii_digit())
 }
 
-/// `[A-Za-z][A-Za-z0-9_]*`, at most [`MAX_IDENT_BYTES`].
+/// rules.json `identifier_pattern` (`[A-Za-z][A-Za-z0-9_]*`), at most [`MAX_IDENT_BYTES`].
 pub fn is_identifier(s: &str) -> bool {
     let mut b = s.bytes();
     s.len() <= MAX_IDENT_BYTES && b.next().is_some_and(|c| c.is_ascii_alphabetic()) && b.all(|c| c.is_ascii_alphanumeric() || c == b'_')
@@ -136,6 +138,9 @@ pub fn validate(sub: &Submission, base: u64, caps: &Caps, formats: &BTreeSet<Str
         let path = format!("spans[{i}]");
         if s.start > s.end {
             return Err(WireError::field(path, format!("start {} is after end {}", s.start, s.end)));
+        }
+        if s.start == s.end && !crate::rules::SPANS_MAY_BE_EMPTY {
+            return Err(WireError::field(path, format!("[{}, {}) is empty: a span covers at least one byte", s.start, s.end)));
         }
         if s.start < base || s.end > end_of_text {
             return Err(WireError::field(path, format!("[{}, {}) is outside this submission's text [{base}, {end_of_text})", s.start, s.end)));
@@ -277,7 +282,7 @@ mod tests {
 
     #[test]
     fn valid_submissions_pass() {
-        check(r#"{"v":1,"canonicalText":"héllo","spans":[{"start":0,"end":6},{"start":6,"end":6}],"nodes":[{"labels":["A","B_2"],"spanRefs":[0,1],"id":"x:1"}],"relationships":[{"type":"R","fromRef":0,"toId":"n12"}]}"#, 0).unwrap();
+        check(r#"{"v":1,"canonicalText":"héllo!","spans":[{"start":0,"end":6},{"start":6,"end":7}],"nodes":[{"labels":["A","B_2"],"spanRefs":[0,1],"id":"x:1"}],"relationships":[{"type":"R","fromRef":0,"toId":"n12"}]}"#, 0).unwrap();
         // A partial's offsets are global: its slice starts at `base`.
         check(r#"{"v":1,"seq":1,"canonicalText":"ab","spans":[{"start":10,"end":12}]}"#, 10).unwrap();
         let c = check(r#"{"v":1,"childJobs":[{"format":"txt","name":"a","contentB64":"aGk="},{"format":"txt","name":"b"}]}"#, 0).unwrap();
@@ -289,6 +294,7 @@ mod tests {
         let cases = [
             (r#"{"v":1,"canonicalText":"ab","spans":[{"start":2,"end":1}]}"#, "spans[0]: start 2 is after end 1"),
             (r#"{"v":1,"canonicalText":"ab","spans":[{"start":0,"end":3}]}"#, "spans[0]: [0, 3) is outside"),
+            (r#"{"v":1,"canonicalText":"ab","spans":[{"start":1,"end":1}]}"#, "spans[0]: [1, 1) is empty"),
             (r#"{"v":1,"canonicalText":"é","spans":[{"start":0,"end":1}]}"#, "spans[0]: [0, 1) does not fall on UTF-8"),
             (r#"{"v":1,"nodes":[{"labels":[]}]}"#, "nodes[0].labels: a node needs"),
             (r#"{"v":1,"nodes":[{"labels":["9x"]}]}"#, "nodes[0].labels[0]: \"9x\" is not an identifier"),

@@ -31,6 +31,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ._proto import wire_rules
 from .driver import Handler, drive
 from .job import Job
 from .rpc import Submitted
@@ -184,6 +185,30 @@ def check_submissions(submissions: Sequence[bytes]) -> None:
         if final != (seq == last):
             raise AssertionError(f"submission {seq}: only the last submission may be final")
         _check_refs(seq, sub)
+        _check_caps(seq, sub, len(raw))
+
+
+# The core's per-submission caps ([graph] defaults, proto/telha/v1/rules.json): a
+# submission over one fails its attempt as `protocol`.
+_CAPPED_LISTS = {
+    "spans": "max_spans",
+    "nodes": "max_nodes",
+    "relationships": "max_relationships",
+    "childJobs": "max_child_jobs",
+    "ambiguities": "max_ambiguities",
+}
+
+
+def _check_caps(seq: int, sub: Mapping[str, Any], size: int) -> None:
+    text = sub.get("canonicalText", "")
+    if isinstance(text, str) and len(text.encode()) > wire_rules.CAPS["max_text_bytes"]:
+        raise AssertionError(f"submission {seq}: canonicalText is over [graph].max_text_bytes")
+    for key, cap in _CAPPED_LISTS.items():
+        if len(sub.get(key, [])) > wire_rules.CAPS[cap]:
+            raise AssertionError(f"submission {seq}: {key} is over [graph].{cap}")
+    for i, node in enumerate(sub.get("nodes", [])):
+        if len(node.get("labels", [])) > wire_rules.CAPS["max_labels_per_node"]:
+            raise AssertionError(f"submission {seq}: nodes[{i}] is over max_labels_per_node")
 
 
 # -- golden files ----------------------------------------------------------------------------
