@@ -80,7 +80,8 @@ def test_worker_failures_are_the_shared_taxonomy() -> None:
     from workers_common._proto import wire_rules
 
     table = {kind: (permanent, by) for kind, permanent, by in wire_rules.FAILURE_KINDS}
-    classes = [failures.WorkerFailure, *failures.WorkerFailure.__subclasses__()]
+    classes: list[type[failures.WorkerFailure]] = [failures.WorkerFailure]
+    classes += failures.WorkerFailure.__subclasses__()
     for cls in classes:
         assert table[cls.kind] == (cls.permanent, "worker"), cls
     raised = {kind for kind, (_, by) in table.items() if by == "worker"}
