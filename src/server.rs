@@ -12,7 +12,7 @@ use tonic::transport::Server;
 
 use crate::actors::pool::CoreContact;
 use crate::actors::Core;
-use crate::supervise::Supervisor;
+use crate::actors::supervisor::Supervisor;
 use crate::config::Config;
 use crate::proto::ingest_service_server::IngestServiceServer;
 use crate::proto::worker_service_server::WorkerServiceServer;
@@ -34,7 +34,7 @@ pub enum ServeError {
     #[error("i/o: {0}")]
     Io(#[from] std::io::Error),
     #[error(transparent)]
-    Supervisor(#[from] crate::supervise::SupervisorError),
+    Supervisor(#[from] crate::actors::supervisor::SupervisorError),
     #[error(transparent)]
     Config(#[from] crate::config::ConfigError),
     #[error("reflection: {0}")]

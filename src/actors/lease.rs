@@ -15,7 +15,7 @@ use tokio::time::Instant;
 use super::queue::{JobSender, Queue, ReadyJob};
 use super::{ActorGone, CoreEvent};
 use crate::proto::JobPayload;
-use crate::graph::submit::{self, Staged, SubmitOutcome};
+use crate::lifecycle::{self, submit::{self, Staged, SubmitOutcome}};
 use crate::store::jobs::{self, ExpireOutcome, FailOutcome, Granted, Policy};
 use crate::store::records::FailureRecord;
 use crate::store::{Store, StoreError};
@@ -86,11 +86,12 @@ impl Leases {
     /// queue actor, on a task of its own).
     pub(super) async fn grant(&self, job: ReadyJob, worker: String, tx: JobSender) {
         let (id, w, policy) = (job.id, worker.clone(), self.policy.clone());
+        let at = std::time::Instant::now();
         match self.store.write(move |t| jobs::lease(t, id, &w, &policy, now_us())).await {
             Ok(Some(granted)) => {
                 let attempt = granted.lease.attempt;
                 let _ = self.track(id, attempt, granted.lease.deadline).await;
-                let _ = self.events.send(CoreEvent::Granted { worker: worker.clone(), job: id, attempt });
+                let _ = self.events.send(CoreEvent::Granted { worker: worker.clone(), job: id, attempt, at });
                 let payload = payload(&self.store, &granted);
                 if tx.send(Ok(payload)).await.is_err() {
                     // The stream went away before the job reached it: give it back unharmed.
@@ -144,7 +145,7 @@ impl Leases {
     /// Fails lease `attempt` of job `id`; `worker` fences on the holder when given.
     pub async fn fail(&self, id: u64, worker: Option<String>, attempt: u64, failure: FailureRecord) -> Result<FailOutcome, StoreError> {
         let policy = self.policy.clone();
-        let outcome = self.store.write(move |t| jobs::fail(t, id, worker.as_deref(), attempt, failure, &policy, now_us())).await?;
+        let outcome = self.store.write(move |t| lifecycle::fail(t, id, worker.as_deref(), attempt, failure, &policy, now_us())).await?;
         self.after_fail(id, &outcome).await;
         Ok(outcome)
     }
@@ -181,7 +182,7 @@ impl Leases {
     /// The holder's credit comes back only for a lease actually released: a lease that
     /// ended otherwise (cancel, expiry) already gave it back.
     pub async fn release(&self, id: u64, attempt: Option<u64>) {
-        match self.store.write(move |t| jobs::release(t, id, attempt, now_us())).await {
+        match self.store.write(move |t| lifecycle::release(t, id, attempt, now_us())).await {
             Ok(Some((rec, worker))) => {
                 let _ = self.queue.ready(vec![ReadyJob { format: rec.format, tenant: rec.tenant, id }]).await;
                 self.ended(id, worker).await;
@@ -204,7 +205,7 @@ impl Leases {
 
     async fn expire(&self, id: u64, attempt: u64) {
         let policy = self.policy.clone();
-        match self.store.write(move |t| jobs::expire(t, id, attempt, &policy, now_us())).await {
+        match self.store.write(move |t| lifecycle::expire(t, id, attempt, &policy, now_us())).await {
             Ok(ExpireOutcome::Extended(deadline)) => {
                 let _ = self.track(id, attempt, deadline).await;
             }

@@ -229,10 +229,10 @@ impl PoolActor {
                     self.failures_in_row = 0;
                 }
             }
-            CoreEvent::Granted { worker, job, attempt } => {
+            CoreEvent::Granted { worker, job, attempt, at } => {
                 let Some(p) = self.slot_of(&worker) else { return };
                 p.job = Some((job, attempt, Instant::now()));
-                p.job_mark = p.tail.mark();
+                p.job_mark = p.tail.mark_at(at);
                 if let Some(budget) = cpu_secs {
                     if let Err(e) = procfs::grant_cpu(p.pid, budget) {
                         tracing::warn!(worker = %worker, error = %e, "cannot set the per-job CPU limit");

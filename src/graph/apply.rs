@@ -23,7 +23,6 @@
 use prost::Message;
 use redb::{ReadableTable, Table, WriteTransaction};
 
-use super::submit::NewChild;
 use super::wire::{self, Interval, Relationship, Submission};
 use crate::store::jobs::{self, NewJob};
 use crate::store::records::*;
@@ -150,6 +149,14 @@ pub struct Done {
     pub enqueued: Vec<NewChild>,
 }
 
+/// A job created by a final submission, for the queue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewChild {
+    pub id: u64,
+    pub format: String,
+    pub tenant: String,
+}
+
 /// A child job requested by a submission.
 struct ChildSpec {
     format: String,
@@ -191,7 +198,7 @@ pub fn finalize(tx: &mut Tx<'_>, rec: &mut JobRecord, attempt: u64, fin: Final<'
     let mut children = Vec::new();
     let mut bases = Bases::default();
     for k in 0..seq {
-        let staged = super::submit::record(txn, (rec.id, attempt, k))?.ok_or_else(|| corrupt(format!("job {} lease {attempt}: staged seq {k} is missing", rec.id)))?;
+        let staged = jobs::submission_record(txn, (rec.id, attempt, k))?.ok_or_else(|| corrupt(format!("job {} lease {attempt}: staged seq {k} is missing", rec.id)))?;
         chain.update(if staged.position_hash.is_empty() { staged.result_hash.as_bytes() } else { staged.position_hash.as_bytes() });
         if !unchanged && !staged.result_json.is_empty() {
             let sub = wire::parse(&staged.result_json).map_err(|e| corrupt(format!("job {} staged seq {k} no longer parses: {e}", rec.id)))?;

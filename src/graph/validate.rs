@@ -10,34 +10,8 @@ use serde_json::Value;
 
 use super::wire::{Interval, Submission, WireError};
 
-/// Per-submission limits, from `[graph]` in supervisor.toml.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct Caps {
-    pub max_text_bytes: usize,
-    pub max_spans: usize,
-    pub max_nodes: usize,
-    pub max_relationships: usize,
-    pub max_child_jobs: usize,
-    pub max_ambiguities: usize,
-    /// Labels on one node. Bounds the work a node costs (its labels are compared as a set).
-    pub max_labels_per_node: usize,
-}
-
-impl Default for Caps {
-    fn default() -> Self {
-        use crate::rules::*;
-        Self {
-            max_text_bytes: DEFAULT_MAX_TEXT_BYTES,
-            max_spans: DEFAULT_MAX_SPANS,
-            max_nodes: DEFAULT_MAX_NODES,
-            max_relationships: DEFAULT_MAX_RELATIONSHIPS,
-            max_child_jobs: DEFAULT_MAX_CHILD_JOBS,
-            max_ambiguities: DEFAULT_MAX_AMBIGUITIES,
-            max_labels_per_node: DEFAULT_MAX_LABELS_PER_NODE,
-        }
-    }
-}
+/// Per-submission limits: `[graph]` in supervisor.toml (the config owns them and their defaults).
+pub use crate::config::GraphCaps as Caps;
 
 /// Longest node id, worker-given or referenced (rules.json).
 pub const MAX_NODE_ID_BYTES: usize = crate::rules::MAX_NODE_ID_BYTES;

@@ -7,8 +7,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-/// Largest `result_json` accepted in one submission (also the gRPC decoding limit).
-pub const MAX_SUBMISSION_BYTES: usize = 64 * 1024 * 1024;
+pub use crate::config::MAX_SUBMISSION_BYTES;
 
 /// Why a submission is malformed. The message names the field.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -1,7 +1,7 @@
 //! Accepting a validated submission inside the shared write transaction: fencing,
 //! `seq` order (a re-send is idempotent, a gap fails the attempt as `protocol`),
 //! node ids, the early application of partials and, at the final submission, the
-//! commit that makes the projection visible ([`super::apply`]).
+//! commit that makes the projection visible ([`crate::graph::apply`]).
 //!
 //! Each submission's record carries running totals (text end offset, counts of
 //! nodes, spans, relationships and ambiguities, latest content hash), so accepting
@@ -10,9 +10,9 @@
 use prost::Message;
 use redb::{ReadTransaction, ReadableTable, WriteTransaction};
 
-use super::apply::{self, Bases, Encoded};
-use super::positions;
-use super::wire::Submission;
+use crate::graph::apply::{self, Bases, Encoded};
+use crate::graph::positions;
+use crate::graph::wire::Submission;
 use crate::failure::FailureKind;
 use crate::store::jobs::{self, FailOutcome, Policy};
 use crate::store::records::{FailureRecord, LeaseRecord, SubmissionRecord};
@@ -36,17 +36,11 @@ pub struct Staged {
     pub props: Encoded,
     /// Per child job: "<blake3>:<size>" of its content, already stored as a blob, or "".
     pub child_blobs: Vec<String>,
-    /// String tokens that look like core ids, for the submission hash ([`super::positions`]).
-    pub core_refs: Vec<super::positions::CoreRef>,
+    /// String tokens that look like core ids, for the submission hash ([`crate::graph::positions`]).
+    pub core_refs: Vec<positions::CoreRef>,
 }
 
-/// A job created by a final submission, for the queue.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NewChild {
-    pub id: u64,
-    pub format: String,
-    pub tenant: String,
-}
+pub use crate::graph::apply::NewChild;
 
 #[derive(Debug)]
 pub enum SubmitOutcome {
@@ -58,16 +52,6 @@ pub enum SubmitOutcome {
     Rejected(String),
     /// Malformed in context (a gap in `seq`, a changed re-send): the attempt failed as `protocol`.
     Protocol { reason: String, failed: FailOutcome },
-}
-
-/// The stored record of submission `key` = (job, lease number, seq), if any.
-pub(super) fn record(txn: &WriteTransaction, key: (u64, u64, u32)) -> Result<Option<SubmissionRecord>, StoreError> {
-    let t = txn.open_table(SUBMISSIONS)?;
-    let bytes = t.get(key)?;
-    Ok(match bytes {
-        Some(b) => Some(SubmissionRecord::decode(b.value())?),
-        None => None,
-    })
 }
 
 /// Where submission `seq` of lease `attempt` of `job` starts, as far as a snapshot knows.
@@ -118,7 +102,7 @@ fn allocate_node_numbers(txn: &WriteTransaction, n: u64) -> Result<u64, StoreErr
 pub fn submit(tx: &mut Tx<'_>, s: Staged, policy: &Policy, now: i64) -> Result<SubmitOutcome, StoreError> {
     let seq = s.sub.seq;
     let key = (s.job_id, s.attempt, seq);
-    if let Some(stored) = record(tx.txn, key)? {
+    if let Some(stored) = jobs::submission_record(tx.txn, key)? {
         // A re-send (the worker did not see our reply): same bytes → same answer.
         let same = stored.result_hash == blake3::hash(&s.result_json).to_hex().as_str();
         let same_lease = jobs::load(tx.txn, s.job_id)?.is_some_and(|r| r.lease_seq == s.attempt);
@@ -130,7 +114,7 @@ pub fn submit(tx: &mut Tx<'_>, s: Staged, policy: &Policy, now: i64) -> Result<S
     }
     let (mut rec, mut lease) = match jobs::fence(tx.txn, s.job_id, s.worker_id.as_deref(), s.attempt)? {
         Ok(v) => v,
-        Err(reason) => return Ok(SubmitOutcome::Rejected(reason)),
+        Err(fenced) => return Ok(SubmitOutcome::Rejected(fenced.to_string())),
     };
     let expected = {
         let t = tx.txn.open_table(SUBMISSIONS)?;
@@ -149,11 +133,11 @@ pub fn submit(tx: &mut Tx<'_>, s: Staged, policy: &Policy, now: i64) -> Result<S
             worker_id: s.worker_id.clone().unwrap_or_default(),
             ..Default::default()
         };
-        let failed = jobs::fail(tx, s.job_id, s.worker_id.as_deref(), s.attempt, failure, policy, now)?;
+        let failed = super::fail(tx, s.job_id, s.worker_id.as_deref(), s.attempt, failure, policy, now)?;
         return Ok(SubmitOutcome::Protocol { reason, failed });
     }
     let prev = match seq.checked_sub(1) {
-        Some(p) => record(tx.txn, (s.job_id, s.attempt, p))?,
+        Some(p) => jobs::submission_record(tx.txn, (s.job_id, s.attempt, p))?,
         None => None,
     };
     let (base, bases, hash_before) = prev.map(|p| (p.text_end, Bases::after_record(&p), p.content_hash)).unwrap_or_default();

@@ -19,17 +19,18 @@ const MAX_PAGE: u32 = 1000;
 
 pub struct IngestApi {
     core: Core,
-    supervisor: Option<std::sync::Arc<crate::supervise::Supervisor>>,
+    supervisor: Option<std::sync::Arc<crate::actors::supervisor::Supervisor>>,
 }
 
 impl IngestApi {
-    pub fn new(core: Core, supervisor: Option<std::sync::Arc<crate::supervise::Supervisor>>) -> Self {
+    pub fn new(core: Core, supervisor: Option<std::sync::Arc<crate::actors::supervisor::Supervisor>>) -> Self {
         Self { core, supervisor }
     }
 
-    fn view(&self, id: u64, tenant: &str) -> Result<Job, Status> {
-        let txn = self.core.store.read().map_err(store_status)?;
-        match jobs::get(&txn, id).map_err(store_status)? {
+    /// Job `id` as a client sees it (of `tenant`, when given), read on a blocking thread.
+    async fn view(&self, id: u64, tenant: &str) -> Result<Job, Status> {
+        let store = self.core.store.clone();
+        match super::blocking(move || jobs::get(&store.read()?, id)).await?.map_err(store_status)? {
             Some(v) if tenant.is_empty() || v.job.tenant == tenant => Ok(convert::job(v)),
             _ => Err(Status::not_found(format!("no job {id}"))),
         }
@@ -139,13 +140,13 @@ impl IngestService for IngestApi {
         }
         let rec = self.core.enqueue(new).await.map_err(to_status)?;
         tracing::info!(job = rec.id, tenant = %rec.tenant, format = %rec.format, name = %rec.name, size = rec.size, "job queued");
-        self.view(rec.id, "").map(Response::new)
+        self.view(rec.id, "").await.map(Response::new)
     }
 
     async fn get_job(&self, req: Request<GetJobRequest>) -> Result<Response<Job>, Status> {
         let r = req.into_inner();
         let id = job_id("job_id", &r.job_id)?;
-        self.view(id, &r.tenant_id).map(Response::new)
+        self.view(id, &r.tenant_id).await.map(Response::new)
     }
 
     async fn get_projection(&self, req: Request<GetProjectionRequest>) -> Result<Response<Projection>, Status> {
@@ -182,7 +183,7 @@ impl IngestService for IngestApi {
         let id = job_id("job_id", &r.job_id)?;
         // Subscribe before the first read, so no change between the two is missed.
         let mut changes = self.core.store.subscribe();
-        let first = self.view(id, &r.tenant_id)?;
+        let first = self.view(id, &r.tenant_id).await?;
         let (tx, rx) = tokio::sync::mpsc::channel(16);
         let this = IngestApi { core: self.core.clone(), supervisor: None };
         tokio::spawn(async move {
@@ -200,7 +201,7 @@ impl IngestService for IngestApi {
                             Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
                             Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
                         }
-                        let Ok(now) = this.view(id, "") else { return };
+                        let Ok(now) = this.view(id, "").await else { return };
                         if now.state != last.state || now.attempts != last.attempts || now.lease_attempt != last.lease_attempt {
                             last = now.clone();
                             if tx.send(Ok(now)).await.is_err() || finished(&last) {
@@ -219,7 +220,7 @@ impl IngestService for IngestApi {
         let id = job_id("job_id", &r.job_id)?;
         let tenant = (!r.tenant_id.is_empty()).then_some(r.tenant_id);
         self.core.retry(id, tenant).await.map_err(to_status)?;
-        self.view(id, "").map(Response::new)
+        self.view(id, "").await.map(Response::new)
     }
 
     async fn cancel_job(&self, req: Request<GetJobRequest>) -> Result<Response<Job>, Status> {
@@ -227,11 +228,12 @@ impl IngestService for IngestApi {
         let id = job_id("job_id", &r.job_id)?;
         let tenant = (!r.tenant_id.is_empty()).then_some(r.tenant_id);
         self.core.cancel(id, tenant).await.map_err(to_status)?;
-        self.view(id, "").map(Response::new)
+        self.view(id, "").await.map(Response::new)
     }
 
     async fn get_status(&self, _req: Request<GetStatusRequest>) -> Result<Response<crate::proto::Status>, Status> {
-        let depths = jobs::depths(&self.core.store.read().map_err(store_status)?).map_err(store_status)?;
+        let store = self.core.store.clone();
+        let depths = super::blocking(move || jobs::depths(&store.read()?)).await?.map_err(store_status)?;
         let snapshot = self.core.queue.snapshot().await?;
         let pools = match &self.supervisor {
             Some(s) => s.status().await,

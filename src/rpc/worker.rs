@@ -15,7 +15,7 @@ use crate::failure::{self, FailureKind};
 use crate::proto::worker_service_server::WorkerService;
 use crate::proto::*;
 use crate::graph::apply::Encoded;
-use crate::graph::submit::{base_offset, Base, Staged, SubmitOutcome};
+use crate::lifecycle::submit::{base_offset, Base, Staged, SubmitOutcome};
 use crate::graph::validate::validate;
 use crate::graph::wire::{self, Submission, WireError};
 use crate::store::jobs::{self, FailOutcome};
@@ -181,8 +181,9 @@ impl WorkerService for WorkerApi {
         let r = req.into_inner();
         let id = job_id("job_id", &r.job_id)?;
         let worker = ident("worker_id", &r.worker_id)?;
-        let view = jobs::get(&self.core.store.read().map_err(store_status)?, id).map_err(store_status)?;
-        let lease_ok = view.as_ref().and_then(|v| v.lease.as_ref()).is_some_and(|l| l.worker_id == worker && l.attempt == r.attempt);
+        let store = self.core.store.clone();
+        let view = blocking(move || jobs::get(&store.read()?, id)).await?.map_err(store_status)?;
+        let lease_ok = view.as_ref().and_then(|v| v.lease.as_ref()).is_some_and(|l| jobs::check_holder(id, l, Some(&worker), Some(r.attempt)).is_ok());
         let Some(view) = view.filter(|_| lease_ok) else {
             return Err(Status::permission_denied(format!("worker {worker} does not hold lease {} of job {id}", r.attempt)));
         };

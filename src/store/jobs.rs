@@ -1,7 +1,8 @@
 //! Job operations inside one write transaction, and reads from a snapshot.
 //!
 //! Every operation checks before it writes, so a logical refusal (a fenced
-//! submission, a job in the wrong state) writes nothing. Every record write goes
+//! submission, a job in the wrong state) writes nothing. This module knows nothing of
+//! the graph: what an attempt's end means for its rows is [`crate::lifecycle`]'s. Every record write goes
 //! through [`save`], which keeps the secondary tables (ready index, leases,
 //! retry schedule, dead letters, queue depth counts) consistent with the state.
 use prost::Message;
@@ -12,20 +13,6 @@ use super::state::{backoff_ms, transition, Event, JobState, TransitionError};
 use super::tables::*;
 use super::{StoreError, Tx};
 use crate::failure::FailureKind;
-
-pub fn create_tables(txn: &WriteTransaction) -> Result<(), StoreError> {
-    txn.open_table(JOBS)?;
-    txn.open_table(READY)?;
-    txn.open_table(LEASES)?;
-    txn.open_table(FAILURES)?;
-    txn.open_table(DEAD)?;
-    txn.open_table(RETRYING)?;
-    txn.open_table(COUNTS)?;
-    txn.open_table(META)?;
-    txn.open_table(SUBMISSIONS)?;
-    txn.open_table(IDEMPOTENCY)?;
-    Ok(())
-}
 
 /// What a client asks to enqueue (already validated).
 #[derive(Debug, Clone, Default)]
@@ -105,6 +92,16 @@ pub(crate) fn load_lease(txn: &WriteTransaction, id: u64) -> Result<Option<Lease
     })
 }
 
+/// The stored record of submission `key` = (job, lease number, seq), if any.
+pub fn submission_record(txn: &WriteTransaction, key: (u64, u64, u32)) -> Result<Option<super::records::SubmissionRecord>, StoreError> {
+    let t = txn.open_table(SUBMISSIONS)?;
+    let bytes = t.get(key)?;
+    Ok(match bytes {
+        Some(b) => Some(super::records::SubmissionRecord::decode(b.value())?),
+        None => None,
+    })
+}
+
 pub(crate) fn next_counter(txn: &WriteTransaction, name: &str) -> Result<u64, StoreError> {
     let mut t = txn.open_table(META)?;
     let next = t.get(name)?.map(|g| g.value()).unwrap_or(1);
@@ -165,12 +162,6 @@ pub(crate) fn save(tx: &mut Tx<'_>, old: Option<JobState>, rec: &JobRecord, now:
         _ => {}
     }
     Ok(())
-}
-
-/// Deletes what lease `attempt` of `rec` submitted before its final: staged
-/// partials and the rows they applied early (see `graph::apply::reclaim`).
-fn drop_submissions(txn: &WriteTransaction, rec: &JobRecord, attempt: u64) -> Result<(), StoreError> {
-    crate::graph::apply::reclaim(txn, rec.id, &rec.tenant, attempt)
 }
 
 // ---------------------------------------------------------------------------
@@ -247,7 +238,7 @@ pub fn heartbeat(tx: &mut Tx<'_>, worker: &str, items: &[(u64, Option<u64>)], po
         let current = t.get(id)?.map(|g| g.value().to_vec());
         let Some(bytes) = current else { continue };
         let mut lease = LeaseRecord::decode(bytes.as_slice())?;
-        if lease.worker_id != worker || attempt.is_some_and(|a| a != lease.attempt) {
+        if check_holder(id, &lease, Some(worker), attempt).is_err() {
             continue;
         }
         lease.deadline = lease.deadline.max(deadline);
@@ -267,23 +258,43 @@ pub fn keep_alive(tx: &mut Tx<'_>, id: u64, attempt: u64, policy: &Policy, now: 
     Ok(())
 }
 
-/// Why a submission or heartbeat does not apply to the current lease.
-pub(crate) fn fence(txn: &WriteTransaction, id: u64, worker: Option<&str>, attempt: u64) -> Result<Result<(JobRecord, LeaseRecord), String>, StoreError> {
-    let Some(rec) = load(txn, id)? else { return Ok(Err(format!("no job {id}"))) };
+/// Why a worker's call (a submission, a failure, a heartbeat, a ReadBlob) does not
+/// apply to a job's current lease: the one fencing check, [`check_holder`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Fenced {
+    #[error("no job {0}")]
+    NoJob(u64),
+    #[error("job {id} is {state}, not leased")]
+    NotLeased { id: u64, state: &'static str },
+    #[error("job {0} has no lease")]
+    NoLease(u64),
+    #[error("lease {given} of job {id} is not current (current: {current})")]
+    Stale { id: u64, given: u64, current: u64 },
+    #[error("job {0} is leased to another worker")]
+    OtherHolder(u64),
+}
+
+/// Whether `lease` (job `id`'s current one) is the one named: lease number `attempt`
+/// and holder `worker`, each when given (a seed-only worker names neither).
+pub fn check_holder(id: u64, lease: &LeaseRecord, worker: Option<&str>, attempt: Option<u64>) -> Result<(), Fenced> {
+    if let Some(given) = attempt.filter(|a| *a != lease.attempt) {
+        return Err(Fenced::Stale { id, given, current: lease.attempt });
+    }
+    if worker.is_some_and(|w| w != lease.worker_id) {
+        return Err(Fenced::OtherHolder(id));
+    }
+    Ok(())
+}
+
+/// The job and its lease, if lease `attempt` of job `id` is current and held by `worker` (when given).
+pub(crate) fn fence(txn: &WriteTransaction, id: u64, worker: Option<&str>, attempt: u64) -> Result<Result<(JobRecord, LeaseRecord), Fenced>, StoreError> {
+    let Some(rec) = load(txn, id)? else { return Ok(Err(Fenced::NoJob(id))) };
     let state = state_of(&rec)?;
     if state != JobState::Leased {
-        return Ok(Err(format!("job {id} is {}, not leased", state.as_str())));
+        return Ok(Err(Fenced::NotLeased { id, state: state.as_str() }));
     }
-    let Some(lease) = load_lease(txn, id)? else { return Ok(Err(format!("job {id} has no lease"))) };
-    if lease.attempt != attempt {
-        return Ok(Err(format!("lease {attempt} of job {id} is not current (current: {})", lease.attempt)));
-    }
-    if let Some(w) = worker {
-        if lease.worker_id != w {
-            return Ok(Err(format!("job {id} is leased to another worker")));
-        }
-    }
-    Ok(Ok((rec, lease)))
+    let Some(lease) = load_lease(txn, id)? else { return Ok(Err(Fenced::NoLease(id))) };
+    Ok(check_holder(id, &lease, worker, Some(attempt)).map(|()| (rec, lease)))
 }
 
 #[derive(Debug, Clone)]
@@ -301,7 +312,7 @@ pub enum FailOutcome {
 pub fn fail(tx: &mut Tx<'_>, id: u64, worker: Option<&str>, attempt: u64, mut failure: FailureRecord, policy: &Policy, now: i64) -> Result<FailOutcome, StoreError> {
     let (mut rec, lease) = match fence(tx.txn, id, worker, attempt)? {
         Ok(v) => v,
-        Err(reason) => return Ok(FailOutcome::NotCurrent(reason)),
+        Err(fenced) => return Ok(FailOutcome::NotCurrent(fenced.to_string())),
     };
     rec.attempts = rec.attempts.saturating_add(1);
     failure.attempt = attempt;
@@ -312,7 +323,6 @@ pub fn fail(tx: &mut Tx<'_>, id: u64, worker: Option<&str>, attempt: u64, mut fa
     let event = Event::Fail { permanent: failure.permanent, attempts: rec.attempts, max_attempts: policy.max_attempts };
     let next = transition(JobState::Leased, event).map_err(|e| StoreError::Corrupt(e.to_string()))?;
     tx.txn.open_table(FAILURES)?.insert((id, attempt), failure.encode_to_vec().as_slice())?;
-    drop_submissions(tx.txn, &rec, attempt)?;
     rec.state = u32::from(next.code());
     rec.updated_at = now;
     let outcome = if next == JobState::Retrying {
@@ -367,9 +377,17 @@ pub fn due(tx: &mut Tx<'_>, id: u64, now: i64) -> Result<Option<JobRecord>, Stor
     Ok(Some(rec))
 }
 
-/// Gives a lease back without charging an attempt (drain, restart). Returns the
-/// queued job and the worker that held the lease, or None when the lease was not current.
-pub fn release(tx: &mut Tx<'_>, id: u64, attempt: Option<u64>, now: i64) -> Result<Option<(JobRecord, String)>, StoreError> {
+/// A lease given back: the queued job, who held it and its lease number.
+#[derive(Debug, Clone)]
+pub struct Released {
+    pub job: JobRecord,
+    pub worker: String,
+    pub attempt: u64,
+}
+
+/// Gives a lease back without charging an attempt (drain, restart), or None when the
+/// lease was not current.
+pub fn release(tx: &mut Tx<'_>, id: u64, attempt: Option<u64>, now: i64) -> Result<Option<Released>, StoreError> {
     let Some(lease) = load_lease(tx.txn, id)? else { return Ok(None) };
     if attempt.is_some_and(|a| a != lease.attempt) {
         return Ok(None);
@@ -377,26 +395,16 @@ pub fn release(tx: &mut Tx<'_>, id: u64, attempt: Option<u64>, now: i64) -> Resu
     let Some(mut rec) = load(tx.txn, id)? else { return Ok(None) };
     let old = state_of(&rec)?;
     let Ok(next) = transition(old, Event::Release) else { return Ok(None) };
-    drop_submissions(tx.txn, &rec, lease.attempt)?;
     rec.state = u32::from(next.code());
     rec.updated_at = now;
     save(tx, Some(old), &rec, now)?;
-    Ok(Some((rec, lease.worker_id)))
+    Ok(Some(Released { job: rec, worker: lease.worker_id, attempt: lease.attempt }))
 }
 
-/// Releases every lease (start-up: the processes that held them died with the old run).
-pub fn release_all(tx: &mut Tx<'_>, now: i64) -> Result<Vec<u64>, StoreError> {
-    let ids: Vec<u64> = {
-        let t = tx.txn.open_table(LEASES)?;
-        t.iter()?.map(|e| e.map(|(k, _)| k.value())).collect::<Result<_, _>>()?
-    };
-    let mut released = Vec::with_capacity(ids.len());
-    for id in ids {
-        if release(tx, id, None, now)?.is_some() {
-            released.push(id);
-        }
-    }
-    Ok(released)
+/// Every job that holds a lease now.
+pub fn leased_ids(txn: &WriteTransaction) -> Result<Vec<u64>, StoreError> {
+    let t = txn.open_table(LEASES)?;
+    Ok(t.iter()?.map(|e| e.map(|(k, _)| k.value())).collect::<Result<_, _>>()?)
 }
 
 /// The state a job left when cancelled, and who held it.
@@ -405,6 +413,8 @@ pub struct Cancelled {
     pub job: JobRecord,
     pub previous: JobState,
     pub worker: Option<String>,
+    /// The lease that was current (its attempt ends without a final).
+    pub attempt: Option<u64>,
 }
 
 /// A client's job, if it exists for `tenant`, with its state and the state `event` leads to.
@@ -422,14 +432,12 @@ pub fn cancel(tx: &mut Tx<'_>, id: u64, tenant: Option<&str>, now: i64) -> Resul
         Err(e) => return Ok(Err(e)),
     };
     let lease = load_lease(tx.txn, id)?;
-    if let Some(l) = &lease {
-        drop_submissions(tx.txn, &rec, l.attempt)?;
-    }
     rec.state = u32::from(next.code());
     rec.next_attempt_at = 0;
     rec.updated_at = now;
     save(tx, Some(old), &rec, now)?;
-    Ok(Ok(Cancelled { job: rec, previous: old, worker: lease.map(|l| l.worker_id) }))
+    let attempt = lease.as_ref().map(|l| l.attempt);
+    Ok(Ok(Cancelled { job: rec, previous: old, worker: lease.map(|l| l.worker_id), attempt }))
 }
 
 /// Moves a dead (or cancelled) job back to the queue with a fresh attempt budget;

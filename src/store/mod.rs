@@ -57,10 +57,7 @@ impl From<prost::DecodeError> for StoreError {
     }
 }
 
-/// redb's page cache when `[store] cache_mb` is not set. 64 MiB: bench/tabular (1M rows
-/// streamed in) runs as fast with 16 MiB as with 128 MiB, and the core's RSS follows the
-/// cache (186 MiB peak at 16, 261 at 64, 341 at 128); reads of a hot working set want more.
-pub const DEFAULT_CACHE_BYTES: usize = 64 << 20;
+pub use crate::config::DEFAULT_CACHE_BYTES;
 
 /// The store: cheap to clone, shared by the actors and the RPC handlers.
 #[derive(Clone)]
@@ -93,8 +90,7 @@ impl Store {
         {
             // Create every table up front so read transactions never meet a missing one.
             let txn = db.begin_write()?;
-            jobs::create_tables(&txn)?;
-            crate::graph::create_tables(&txn)?;
+            tables::create_all(&txn)?;
             txn.commit()?;
         }
         let blobs = BlobStore::open(&data_dir.join("blobs"))?;

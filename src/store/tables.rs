@@ -1,7 +1,33 @@
 //! Every redb table, in one place. Names carry a version so a migration can find
 //! the old layout. Values that are records are prost messages ([`super::records`]):
 //! fields can be added later without rewriting the file.
-use redb::TableDefinition;
+use redb::{TableDefinition, WriteTransaction};
+
+/// Creates every table, so read transactions never meet a missing one.
+pub fn create_all(txn: &WriteTransaction) -> Result<(), redb::TableError> {
+    txn.open_table(JOBS)?;
+    txn.open_table(READY)?;
+    txn.open_table(LEASES)?;
+    txn.open_table(FAILURES)?;
+    txn.open_table(DEAD)?;
+    txn.open_table(RETRYING)?;
+    txn.open_table(COUNTS)?;
+    txn.open_table(META)?;
+    txn.open_table(SUBMISSIONS)?;
+    txn.open_table(IDEMPOTENCY)?;
+    txn.open_table(NODE_VERSIONS)?;
+    txn.open_table(EDGES_OUT)?;
+    txn.open_table(EDGES_IN)?;
+    txn.open_table(JOB_NODES)?;
+    txn.open_table(JOB_EDGES)?;
+    txn.open_table(JOB_SPANS)?;
+    txn.open_table(JOB_TEXT)?;
+    txn.open_table(AMBIGUITIES)?;
+    txn.open_table(CHILD_NAMES)?;
+    txn.open_table(CONTENT_HASHES)?;
+    txn.open_table(CORE_IDS)?;
+    Ok(())
+}
 
 /// Key: job id. Value: `JobRecord`.
 pub const JOBS: TableDefinition<u64, &[u8]> = TableDefinition::new("jobs-1");

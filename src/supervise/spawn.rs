@@ -44,8 +44,11 @@ pub struct Tail(Arc<Mutex<TailBytes>>, Arc<std::sync::atomic::AtomicBool>);
 #[derive(Debug, Default)]
 struct TailBytes {
     kept: VecDeque<u8>,
-    /// Every byte ever pushed, so a mark taken at a lease says where that job's output starts.
+    /// Every byte ever pushed, so a mark says where later output starts.
     written: u64,
+    /// When each kept line was read, with the byte count before it: a lease's instant
+    /// finds where that job's output starts.
+    lines: VecDeque<(std::time::Instant, u64)>,
 }
 
 impl Tail {
@@ -61,16 +64,28 @@ impl Tail {
 
     fn push(&self, bytes: &[u8]) {
         if let Ok(mut t) = self.0.lock() {
+            let start = t.written;
+            t.lines.push_back((std::time::Instant::now(), start));
             t.kept.extend(bytes);
             t.written += bytes.len() as u64;
             let excess = t.kept.len().saturating_sub(STDERR_TAIL_BYTES);
             t.kept.drain(..excess);
+            let kept_from = t.written - t.kept.len() as u64;
+            while t.lines.len() > 1 && t.lines.get(1).is_some_and(|l| l.1 <= kept_from) {
+                t.lines.pop_front();
+            }
         }
     }
 
     /// Where the output written from now on starts (see [`Tail::text_since`]).
     pub fn mark(&self) -> u64 {
         self.0.lock().map(|t| t.written).unwrap_or(0)
+    }
+
+    /// Where the output read at or after `at` starts: the mark of a job leased at `at`,
+    /// however late the supervisor hears of the lease.
+    pub fn mark_at(&self, at: std::time::Instant) -> u64 {
+        self.0.lock().map(|t| t.lines.iter().find(|(when, _)| *when >= at).map_or(t.written, |l| l.1)).unwrap_or(0)
     }
 
     /// The kept tail: the last [`STDERR_TAIL_BYTES`] the process wrote.
@@ -268,5 +283,10 @@ mod tests {
         t.push(&vec![b'x'; STDERR_TAIL_BYTES]);
         assert_eq!(t.text_since(mark).len(), STDERR_TAIL_BYTES);
         assert_eq!(t.text_since(t.mark()), "");
+        let t = Tail::default();
+        t.push(b"earlier job\n");
+        let leased = std::time::Instant::now();
+        t.push(b"this job\n");
+        assert_eq!(t.text_since(t.mark_at(leased)), "this job\n");
     }
 }
