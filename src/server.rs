@@ -50,7 +50,8 @@ pub struct Bound {
 }
 
 /// Runs the server until `shutdown` resolves. `on_bound` is told the address once
-/// listening (tests use port 0).
+/// listening (tests use port 0). Returns once the pools and the core's actors have
+/// stopped, the store's writer thread has joined and the redb file is closed.
 pub async fn serve(config: Config, shutdown: impl Future<Output = ()> + Send + 'static, on_bound: impl FnOnce(Bound) + Send) -> Result<(), ServeError> {
     // Refused before anything is created or bound, naming the key.
     config.check_runnable()?;
@@ -121,6 +122,8 @@ pub async fn serve(config: Config, shutdown: impl Future<Output = ()> + Send + '
         } => tracing::warn!("clients still connected after the drain; closing anyway"),
     }
     let _ = std::fs::remove_file(&addr_file);
+    // The pools stopped in the drain; now the core's actors, the writer thread and the file.
+    core.shutdown().await;
     tracing::info!("telha stopped");
     Ok(())
 }

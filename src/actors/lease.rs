@@ -26,6 +26,8 @@ enum Msg {
     Untrack { id: u64 },
     Schedule { id: u64, due: i64 },
     Count(oneshot::Sender<(usize, usize)>),
+    /// Stop the timers (what they guard is in the store, and is restored at the next start).
+    Shutdown { reply: oneshot::Sender<()> },
 }
 
 /// Handle to the lease actor. Cheap to clone.
@@ -65,6 +67,14 @@ impl Leases {
 
     pub async fn schedule(&self, id: u64, due: i64) -> Result<(), ActorGone> {
         self.send(Msg::Schedule { id, due }).await
+    }
+
+    /// Stops the actor and its timers; resolves once it has.
+    pub async fn shutdown(&self) {
+        let (reply, rx) = oneshot::channel();
+        if self.send(Msg::Shutdown { reply }).await.is_ok() {
+            let _ = rx.await;
+        }
     }
 
     /// (tracked leases, scheduled retries), for status and tests.
@@ -283,6 +293,11 @@ impl LeaseActor {
             };
             tokio::select! {
                 msg = self.rx.recv() => match msg {
+                    Some(Msg::Shutdown { reply }) => {
+                        tracing::debug!("lease actor stopped");
+                        let _ = reply.send(());
+                        return;
+                    }
                     Some(msg) => self.handle(msg),
                     None => return,
                 },
@@ -307,6 +322,7 @@ impl LeaseActor {
             Msg::Schedule { id, due } => {
                 self.retries.insert((due, id));
             }
+            Msg::Shutdown { .. } => {}
             Msg::Count(reply) => {
                 let _ = reply.send((self.tracked.len(), self.retries.len()));
             }

@@ -96,6 +96,14 @@ impl Core {
         Ok(Self { store, queue, leases, events, config: Arc::new(RwLock::new(Arc::new(config))) })
     }
 
+    /// Stops the lease and queue actors, then closes the store (its writer thread joined,
+    /// the redb file closed). Called by `serve` after the pools have stopped.
+    pub async fn shutdown(&self) {
+        self.leases.shutdown().await;
+        self.queue.shutdown().await;
+        self.store.close().await;
+    }
+
     /// The configuration in force.
     pub fn config(&self) -> Arc<Config> {
         match self.config.read() {

@@ -43,6 +43,8 @@ enum Msg {
     /// The worker is being stopped: lease it nothing more.
     Retire(String),
     Snapshot(oneshot::Sender<QueueSnapshot>),
+    /// Stop: the open streams end (their senders drop with the actor).
+    Shutdown { reply: oneshot::Sender<()> },
 }
 
 /// What `status` shows of the queue actor.
@@ -124,6 +126,14 @@ impl Queue {
         Ok(())
     }
 
+    /// Stops the actor; resolves once it has.
+    pub async fn shutdown(&self) {
+        let (reply, rx) = oneshot::channel();
+        if self.send(Msg::Shutdown { reply }).await.is_ok() {
+            let _ = rx.await;
+        }
+    }
+
     pub async fn snapshot(&self) -> Result<QueueSnapshot, ActorGone> {
         let (reply, rx) = oneshot::channel();
         self.send(Msg::Snapshot(reply)).await?;
@@ -203,9 +213,14 @@ struct QueueActor {
 impl QueueActor {
     async fn run(mut self) {
         while let Some(msg) = self.rx.recv().await {
-            self.handle(msg);
-            // Drain whatever else is waiting before dispatching once.
-            while let Ok(msg) = self.rx.try_recv() {
+            let mut next = Some(msg);
+            // Handle whatever else is waiting before dispatching once.
+            while let Some(msg) = next.take().or_else(|| self.rx.try_recv().ok()) {
+                if let Msg::Shutdown { reply } = msg {
+                    tracing::debug!("queue actor stopped");
+                    let _ = reply.send(());
+                    return;
+                }
                 self.handle(msg);
             }
             self.dispatch();
@@ -251,6 +266,7 @@ impl QueueActor {
                     p.max_in_flight = 0;
                 }
             }
+            Msg::Shutdown { .. } => {}
             Msg::Snapshot(reply) => {
                 let pollers = self
                     .pollers
