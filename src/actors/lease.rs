@@ -14,9 +14,8 @@ use tokio::time::Instant;
 
 use super::queue::{JobSender, Queue, ReadyJob};
 use super::{ActorGone, CoreEvent};
-use crate::proto::JobPayload;
 use crate::lifecycle::{self, submit::{self, Staged, SubmitOutcome}};
-use crate::store::jobs::{self, ExpireOutcome, FailOutcome, Granted, Policy};
+use crate::store::jobs::{self, ExpireOutcome, FailOutcome, Policy};
 use crate::store::records::FailureRecord;
 use crate::store::{Store, StoreError};
 use crate::time::now_us;
@@ -102,8 +101,8 @@ impl Leases {
                 let attempt = granted.lease.attempt;
                 let _ = self.track(id, attempt, granted.lease.deadline).await;
                 let _ = self.events.send(CoreEvent::Granted { worker: worker.clone(), job: id, attempt, at });
-                let payload = payload(&self.store, &granted);
-                if tx.send(Ok(payload)).await.is_err() {
+                let content_path = if granted.job.url.is_empty() { self.store.blob_path(&granted.job.blob) } else { None };
+                if tx.send(super::queue::Delivery { granted, content_path }).await.is_err() {
                     // The stream went away before the job reached it: give it back unharmed.
                     tracing::debug!(job = id, worker = %worker, "stream closed before delivery; releasing");
                     self.release(id, Some(attempt)).await;
@@ -244,29 +243,6 @@ impl Leases {
                 let _ = self.schedule(id, now_us()).await;
             }
         }
-    }
-}
-
-/// The JobPayload a worker receives: the seed's fields plus the lease number.
-fn payload(store: &Store, g: &Granted) -> JobPayload {
-    let job = &g.job;
-    let options: serde_json::Value = serde_json::from_str(&job.options_json).unwrap_or_else(|_| serde_json::json!({}));
-    let mut body = serde_json::json!({ "format": job.format, "name": job.name, "options": options });
-    if !job.url.is_empty() {
-        body["url"] = job.url.clone().into();
-    } else {
-        let path = store.blob_path(&job.blob).map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
-        body["content"] = serde_json::json!({ "blake3": job.blob, "size": job.size, "path": path });
-    }
-    JobPayload {
-        job_id: job.id.to_string(),
-        tenant_id: job.tenant.clone(),
-        organization_id: job.organization.clone(),
-        kind: job.format.clone(),
-        payload_json: body.to_string(),
-        lease_deadline: g.lease.deadline,
-        attempts: job.attempts,
-        attempt: g.lease.attempt,
     }
 }
 

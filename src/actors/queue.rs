@@ -14,10 +14,8 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 
 use tokio::sync::{broadcast, mpsc, oneshot};
-use tonic::Status;
 
 use super::{ActorGone, CoreEvent, Leases};
-use crate::proto::JobPayload;
 use crate::store::jobs;
 
 /// A queued job as the ready index knows it.
@@ -28,7 +26,15 @@ pub struct ReadyJob {
     pub id: u64,
 }
 
-pub type JobSender = mpsc::Sender<Result<JobPayload, Status>>;
+/// Where a poller's granted jobs go: the RPC layer turns each into a `JobPayload`.
+pub type JobSender = mpsc::Sender<Delivery>;
+
+/// A job granted to a poller, with where its content lives (None for a URL job).
+#[derive(Debug, Clone)]
+pub struct Delivery {
+    pub granted: crate::store::jobs::Granted,
+    pub content_path: Option<std::path::PathBuf>,
+}
 
 pub(super) struct QueueInbox(mpsc::Receiver<Msg>);
 

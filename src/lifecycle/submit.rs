@@ -16,7 +16,7 @@ use crate::graph::wire::Submission;
 use crate::failure::FailureKind;
 use crate::store::jobs::{self, FailOutcome, Policy};
 use crate::store::records::{FailureRecord, LeaseRecord, SubmissionRecord};
-use crate::store::state::{transition, Event, JobState};
+use crate::store::state::{Event, JobState};
 use crate::store::tables::{LEASES, META, SUBMISSIONS};
 use crate::store::{StoreError, Tx};
 
@@ -190,8 +190,7 @@ pub fn submit(tx: &mut Tx<'_>, s: Staged, policy: &Policy, now: i64) -> Result<S
         }
         tx.txn.open_table(SUBMISSIONS)?.insert(key, stored.encode_to_vec().as_slice())?;
         // A partial is a sign of life: it extends the lease like a heartbeat.
-        lease.deadline = lease.deadline.max(now + policy.lease_us);
-        tx.txn.open_table(LEASES)?.insert(s.job_id, lease.encode_to_vec().as_slice())?;
+        jobs::extend_lease(tx.txn, s.job_id, &mut lease, now + policy.lease_us)?;
         rec.updated_at = now;
         jobs::save(tx, Some(JobState::Leased), &rec, now)?;
         return Ok(SubmitOutcome::Accepted { node_ids, finished: false, lease_deadline: lease.deadline, enqueued: vec![], holder: lease.worker_id });
@@ -209,13 +208,12 @@ pub fn submit(tx: &mut Tx<'_>, s: Staged, policy: &Policy, now: i64) -> Result<S
     // The staged partials were applied; only the final record stays (without its
     // bytes), so that a re-sent final gets the same answer.
     tx.txn.open_table(SUBMISSIONS)?.insert(key, stored.encode_to_vec().as_slice())?;
-    let old = JobState::Leased;
-    rec.state = u32::from(transition(old, Event::Succeed).map_err(|e| StoreError::Corrupt(e.to_string()))?.code());
-    rec.submission_hash = done.submission_hash;
-    rec.node_count = u32::try_from(done.nodes).unwrap_or(u32::MAX);
-    rec.unchanged = done.unchanged;
-    rec.updated_at = now;
-    rec.next_attempt_at = 0;
-    jobs::save(tx, Some(old), &rec, now)?;
+    jobs::apply(tx, &mut rec, Event::Succeed, now, |r, _| {
+        r.submission_hash = done.submission_hash;
+        r.node_count = u32::try_from(done.nodes).unwrap_or(u32::MAX);
+        r.unchanged = done.unchanged;
+        r.next_attempt_at = 0;
+    })?
+    .map_err(|e| StoreError::Corrupt(e.to_string()))?;
     Ok(SubmitOutcome::Accepted { node_ids, finished: true, lease_deadline: 0, enqueued: done.enqueued, holder: lease.worker_id })
 }

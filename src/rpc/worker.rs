@@ -2,13 +2,13 @@
 use std::pin::Pin;
 use std::time::Duration;
 
-use futures_util::Stream;
+use futures_util::{Stream, StreamExt};
 use tokio::io::AsyncReadExt;
 use tokio::sync::broadcast;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
 
-use super::convert::{ident, job_id};
+use super::convert::{self, ident, job_id};
 use super::{blocking, invalid, store_status};
 use crate::actors::Core;
 use crate::failure::{self, FailureKind};
@@ -67,7 +67,7 @@ impl WorkerService for WorkerApi {
         formats.sort();
         formats.dedup();
         self.core.queue.register(worker_id, formats, max_in_flight, tx).await?;
-        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
+        Ok(Response::new(Box::pin(ReceiverStream::new(rx).map(|d| Ok(convert::payload(d))))))
     }
 
     async fn submit_ingestion_result(&self, req: Request<IngestionResult>) -> Result<Response<SubmitResponse>, Status> {

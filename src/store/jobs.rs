@@ -165,6 +165,34 @@ pub(crate) fn save(tx: &mut Tx<'_>, old: Option<JobState>, rec: &JobRecord, now:
 }
 
 // ---------------------------------------------------------------------------
+// the one writer of the state machine
+// ---------------------------------------------------------------------------
+
+/// Applies `event` to `rec` with the pure [`transition`]: the one place a job's state
+/// changes. `fill` sets the fields that follow from the new state before the record and
+/// its indexes are saved; when the transition does not exist nothing is written.
+pub fn apply(tx: &mut Tx<'_>, rec: &mut JobRecord, event: Event, now: i64, fill: impl FnOnce(&mut JobRecord, JobState)) -> Result<Result<JobState, TransitionError>, StoreError> {
+    let old = state_of(rec)?;
+    let next = match transition(old, event) {
+        Ok(next) => next,
+        Err(e) => return Ok(Err(e)),
+    };
+    rec.state = u32::from(next.code());
+    rec.updated_at = now;
+    fill(rec, next);
+    save(tx, Some(old), rec, now)?;
+    Ok(Ok(next))
+}
+
+/// Moves `lease` (job `id`'s current one) to at least `until` (µs): the one writer of
+/// lease extensions (heartbeats, a partial as a sign of life, the core's own waits).
+pub(crate) fn extend_lease(txn: &WriteTransaction, id: u64, lease: &mut LeaseRecord, until: i64) -> Result<(), StoreError> {
+    lease.deadline = lease.deadline.max(until);
+    txn.open_table(LEASES)?.insert(id, lease.encode_to_vec().as_slice())?;
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
 // operations
 // ---------------------------------------------------------------------------
 
@@ -217,14 +245,11 @@ pub struct Granted {
 /// since the queue actor picked it).
 pub fn lease(tx: &mut Tx<'_>, id: u64, worker: &str, policy: &Policy, now: i64) -> Result<Option<Granted>, StoreError> {
     let Some(mut rec) = load(tx.txn, id)? else { return Ok(None) };
-    let old = state_of(&rec)?;
-    let Ok(next) = transition(old, Event::Lease) else { return Ok(None) };
-    rec.state = u32::from(next.code());
-    rec.lease_seq += 1;
-    rec.updated_at = now;
+    if apply(tx, &mut rec, Event::Lease, now, |r, _| r.lease_seq += 1)?.is_err() {
+        return Ok(None);
+    }
     let lease = LeaseRecord { worker_id: worker.to_string(), attempt: rec.lease_seq, deadline: now + policy.lease_us, granted_at: now };
     tx.txn.open_table(LEASES)?.insert(id, lease.encode_to_vec().as_slice())?;
-    save(tx, Some(old), &rec, now)?;
     Ok(Some(Granted { job: rec, lease }))
 }
 
@@ -233,16 +258,12 @@ pub fn lease(tx: &mut Tx<'_>, id: u64, worker: &str, policy: &Policy, now: i64) 
 pub fn heartbeat(tx: &mut Tx<'_>, worker: &str, items: &[(u64, Option<u64>)], policy: &Policy, now: i64) -> Result<(Vec<u64>, i64), StoreError> {
     let deadline = now + policy.lease_us;
     let mut extended = Vec::new();
-    let mut t = tx.txn.open_table(LEASES)?;
     for &(id, attempt) in items {
-        let current = t.get(id)?.map(|g| g.value().to_vec());
-        let Some(bytes) = current else { continue };
-        let mut lease = LeaseRecord::decode(bytes.as_slice())?;
+        let Some(mut lease) = load_lease(tx.txn, id)? else { continue };
         if check_holder(id, &lease, Some(worker), attempt).is_err() {
             continue;
         }
-        lease.deadline = lease.deadline.max(deadline);
-        t.insert(id, lease.encode_to_vec().as_slice())?;
+        extend_lease(tx.txn, id, &mut lease, deadline)?;
         extended.push(id);
     }
     Ok((extended, deadline))
@@ -252,8 +273,7 @@ pub fn heartbeat(tx: &mut Tx<'_>, worker: &str, items: &[(u64, Option<u64>)], po
 pub fn keep_alive(tx: &mut Tx<'_>, id: u64, attempt: u64, policy: &Policy, now: i64) -> Result<(), StoreError> {
     let Some(mut lease) = load_lease(tx.txn, id)? else { return Ok(()) };
     if lease.attempt == attempt {
-        lease.deadline = lease.deadline.max(now + policy.lease_us);
-        tx.txn.open_table(LEASES)?.insert(id, lease.encode_to_vec().as_slice())?;
+        extend_lease(tx.txn, id, &mut lease, now + policy.lease_us)?;
     }
     Ok(())
 }
@@ -321,20 +341,17 @@ pub fn fail(tx: &mut Tx<'_>, id: u64, worker: Option<&str>, attempt: u64, mut fa
         failure.worker_id = lease.worker_id.clone();
     }
     let event = Event::Fail { permanent: failure.permanent, attempts: rec.attempts, max_attempts: policy.max_attempts };
-    let next = transition(JobState::Leased, event).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+    let next = apply(tx, &mut rec, event, now, |r, next| {
+        r.next_attempt_at = if next == JobState::Retrying {
+            let delay = backoff_ms(r.attempts, policy.backoff_base_ms, policy.backoff_max_ms, fastrand::f64());
+            now + i64::try_from(delay).unwrap_or(i64::MAX / 2) * 1000
+        } else {
+            0
+        };
+    })?
+    .map_err(|e| StoreError::Corrupt(e.to_string()))?;
     tx.txn.open_table(FAILURES)?.insert((id, attempt), failure.encode_to_vec().as_slice())?;
-    rec.state = u32::from(next.code());
-    rec.updated_at = now;
-    let outcome = if next == JobState::Retrying {
-        let delay = backoff_ms(rec.attempts, policy.backoff_base_ms, policy.backoff_max_ms, fastrand::f64());
-        rec.next_attempt_at = now + i64::try_from(delay).unwrap_or(i64::MAX / 2) * 1000;
-        FailOutcome::Retrying { due: rec.next_attempt_at, worker: lease.worker_id }
-    } else {
-        rec.next_attempt_at = 0;
-        FailOutcome::Dead { worker: lease.worker_id }
-    };
-    save(tx, Some(JobState::Leased), &rec, now)?;
-    Ok(outcome)
+    Ok(if next == JobState::Retrying { FailOutcome::Retrying { due: rec.next_attempt_at, worker: lease.worker_id } } else { FailOutcome::Dead { worker: lease.worker_id } })
 }
 
 #[derive(Debug, Clone)]
@@ -366,15 +383,10 @@ pub fn expire(tx: &mut Tx<'_>, id: u64, attempt: u64, policy: &Policy, now: i64)
 /// Moves a retrying job whose backoff ran out back to the queue.
 pub fn due(tx: &mut Tx<'_>, id: u64, now: i64) -> Result<Option<JobRecord>, StoreError> {
     let Some(mut rec) = load(tx.txn, id)? else { return Ok(None) };
-    let old = state_of(&rec)?;
-    if old != JobState::Retrying || rec.next_attempt_at > now {
+    if rec.next_attempt_at > now {
         return Ok(None);
     }
-    rec.state = u32::from(JobState::Queued.code());
-    rec.next_attempt_at = 0;
-    rec.updated_at = now;
-    save(tx, Some(old), &rec, now)?;
-    Ok(Some(rec))
+    Ok(apply(tx, &mut rec, Event::Due, now, |r, _| r.next_attempt_at = 0)?.ok().map(|_| rec))
 }
 
 /// A lease given back: the queued job, who held it and its lease number.
@@ -393,11 +405,9 @@ pub fn release(tx: &mut Tx<'_>, id: u64, attempt: Option<u64>, now: i64) -> Resu
         return Ok(None);
     }
     let Some(mut rec) = load(tx.txn, id)? else { return Ok(None) };
-    let old = state_of(&rec)?;
-    let Ok(next) = transition(old, Event::Release) else { return Ok(None) };
-    rec.state = u32::from(next.code());
-    rec.updated_at = now;
-    save(tx, Some(old), &rec, now)?;
+    if apply(tx, &mut rec, Event::Release, now, |_, _| {})?.is_err() {
+        return Ok(None);
+    }
     Ok(Some(Released { job: rec, worker: lease.worker_id, attempt: lease.attempt }))
 }
 
@@ -417,41 +427,33 @@ pub struct Cancelled {
     pub attempt: Option<u64>,
 }
 
-/// A client's job, if it exists for `tenant`, with its state and the state `event` leads to.
-fn client_transition(txn: &WriteTransaction, id: u64, tenant: Option<&str>, event: Event) -> Result<Result<(JobRecord, JobState, JobState), JobError>, StoreError> {
-    let Some(rec) = load(txn, id)?.filter(|r| tenant.is_none_or(|t| t == r.tenant)) else {
-        return Ok(Err(JobError::NotFound(id)));
-    };
-    let old = state_of(&rec)?;
-    Ok(transition(old, event).map(|next| (rec, old, next)).map_err(JobError::from))
+/// A client's job, if it exists for `tenant`.
+fn client_job(txn: &WriteTransaction, id: u64, tenant: Option<&str>) -> Result<Result<JobRecord, JobError>, StoreError> {
+    Ok(load(txn, id)?.filter(|r| tenant.is_none_or(|t| t == r.tenant)).ok_or(JobError::NotFound(id)))
 }
 
 pub fn cancel(tx: &mut Tx<'_>, id: u64, tenant: Option<&str>, now: i64) -> Result<Result<Cancelled, JobError>, StoreError> {
-    let (mut rec, old, next) = match client_transition(tx.txn, id, tenant, Event::Cancel)? {
-        Ok(v) => v,
+    let mut rec = match client_job(tx.txn, id, tenant)? {
+        Ok(r) => r,
         Err(e) => return Ok(Err(e)),
     };
+    let previous = state_of(&rec)?;
     let lease = load_lease(tx.txn, id)?;
-    rec.state = u32::from(next.code());
-    rec.next_attempt_at = 0;
-    rec.updated_at = now;
-    save(tx, Some(old), &rec, now)?;
+    if let Err(e) = apply(tx, &mut rec, Event::Cancel, now, |r, _| r.next_attempt_at = 0)? {
+        return Ok(Err(e.into()));
+    }
     let attempt = lease.as_ref().map(|l| l.attempt);
-    Ok(Ok(Cancelled { job: rec, previous: old, worker: lease.map(|l| l.worker_id), attempt }))
+    Ok(Ok(Cancelled { job: rec, previous, worker: lease.map(|l| l.worker_id), attempt }))
 }
 
 /// Moves a dead (or cancelled) job back to the queue with a fresh attempt budget;
 /// its failure history stays.
 pub fn retry(tx: &mut Tx<'_>, id: u64, tenant: Option<&str>, now: i64) -> Result<Result<JobRecord, JobError>, StoreError> {
-    let (mut rec, old, next) = match client_transition(tx.txn, id, tenant, Event::Retry)? {
-        Ok(v) => v,
+    let mut rec = match client_job(tx.txn, id, tenant)? {
+        Ok(r) => r,
         Err(e) => return Ok(Err(e)),
     };
-    rec.state = u32::from(next.code());
-    rec.attempts = 0;
-    rec.updated_at = now;
-    save(tx, Some(old), &rec, now)?;
-    Ok(Ok(rec))
+    Ok(apply(tx, &mut rec, Event::Retry, now, |r, _| r.attempts = 0)?.map(|_| rec).map_err(JobError::from))
 }
 
 // ---------------------------------------------------------------------------
