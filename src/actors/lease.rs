@@ -48,7 +48,8 @@ impl Leases {
     }
 
     pub(super) fn start(&self, inbox: LeaseInbox) {
-        let actor = LeaseActor { rx: inbox.0, me: self.clone(), expiries: BTreeSet::new(), tracked: HashMap::new(), retries: BTreeSet::new() };
+        let ctx = TimerCtx { store: self.store.clone(), policy: self.policy.clone(), queue: self.queue.clone(), events: self.events.clone() };
+        let actor = LeaseActor { rx: inbox.0, ctx, tasks: tokio::task::JoinSet::new(), expiries: BTreeSet::new(), tracked: HashMap::new(), retries: BTreeSet::new() };
         tokio::spawn(actor.run());
     }
 
@@ -211,36 +212,70 @@ impl Leases {
             FailOutcome::NotCurrent(_) => {}
         }
     }
+}
 
-    async fn expire(&self, id: u64, attempt: u64) {
+/// What a timer's task asks of the actor once its store work is done. Tasks answer
+/// through the actor's JoinSet, so the actor holds no sender to its own inbox.
+enum FollowUp {
+    Track { id: u64, attempt: u64, deadline: i64 },
+    Untrack { id: u64 },
+    Schedule { id: u64, due: i64 },
+}
+
+/// What a timer's task needs: the store, the policy, and whom to tell.
+#[derive(Clone)]
+struct TimerCtx {
+    store: Store,
+    policy: Arc<Policy>,
+    queue: Queue,
+    events: broadcast::Sender<CoreEvent>,
+}
+
+impl TimerCtx {
+    /// The lease ended: the holder's credit back (its expiry timer is already gone).
+    async fn ended(&self, id: u64, worker: String) {
+        let _ = self.events.send(CoreEvent::Ended { worker: worker.clone(), job: id });
+        let _ = self.queue.done(id, worker).await;
+    }
+
+    async fn expire(self, id: u64, attempt: u64) -> Vec<FollowUp> {
         let policy = self.policy.clone();
         match self.store.write(move |t| lifecycle::expire(t, id, attempt, &policy, now_us())).await {
-            Ok(ExpireOutcome::Extended(deadline)) => {
-                let _ = self.track(id, attempt, deadline).await;
-            }
+            Ok(ExpireOutcome::Extended(deadline)) => vec![FollowUp::Track { id, attempt, deadline }],
             Ok(ExpireOutcome::Failed(outcome)) => {
                 tracing::warn!(job = id, attempt, "lease expired");
-                self.after_fail(id, &outcome).await;
+                match outcome {
+                    FailOutcome::Retrying { due, worker } => {
+                        self.ended(id, worker).await;
+                        vec![FollowUp::Untrack { id }, FollowUp::Schedule { id, due }]
+                    }
+                    FailOutcome::Dead { worker } => {
+                        self.ended(id, worker).await;
+                        vec![FollowUp::Untrack { id }]
+                    }
+                    FailOutcome::NotCurrent(_) => vec![],
+                }
             }
-            Ok(ExpireOutcome::NotCurrent) => {}
+            Ok(ExpireOutcome::NotCurrent) => vec![],
             Err(e) => {
                 tracing::error!(job = id, error = %e, "cannot expire lease; will try again");
                 tokio::time::sleep(std::time::Duration::from_secs(1)).await;
-                let _ = self.track(id, attempt, now_us()).await;
+                vec![FollowUp::Track { id, attempt, deadline: now_us() }]
             }
         }
     }
 
-    async fn due(&self, id: u64) {
+    async fn due(self, id: u64) -> Vec<FollowUp> {
         match self.store.write(move |t| jobs::due(t, id, now_us())).await {
             Ok(Some(rec)) => {
                 let _ = self.queue.ready(vec![ReadyJob { format: rec.format, tenant: rec.tenant, id }]).await;
+                vec![]
             }
-            Ok(None) => {}
+            Ok(None) => vec![],
             Err(e) => {
                 tracing::error!(job = id, error = %e, "cannot requeue job; will try again");
                 tokio::time::sleep(std::time::Duration::from_secs(1)).await;
-                let _ = self.schedule(id, now_us()).await;
+                vec![FollowUp::Schedule { id, due: now_us() }]
             }
         }
     }
@@ -248,7 +283,10 @@ impl Leases {
 
 struct LeaseActor {
     rx: mpsc::Receiver<Msg>,
-    me: Leases,
+    ctx: TimerCtx,
+    /// Timer tasks (store work never runs on the actor's loop); their follow-ups come
+    /// back here. Dropped with the actor, which aborts what is still running.
+    tasks: tokio::task::JoinSet<Vec<FollowUp>>,
     /// (deadline µs, job id, lease number), earliest first.
     expiries: BTreeSet<(i64, u64, u64)>,
     /// job id → its entry in `expiries`, so an ended lease can be dropped.
@@ -278,29 +316,42 @@ impl LeaseActor {
                     None => return,
                 },
                 () = sleep => self.fire(),
+                Some(done) = self.tasks.join_next(), if !self.tasks.is_empty() => {
+                    for f in done.unwrap_or_default() {
+                        self.follow(f);
+                    }
+                }
             }
         }
     }
 
     fn handle(&mut self, msg: Msg) {
         match msg {
-            Msg::Track { id, attempt, deadline } => {
+            Msg::Track { id, attempt, deadline } => self.follow(FollowUp::Track { id, attempt, deadline }),
+            Msg::Untrack { id } => self.follow(FollowUp::Untrack { id }),
+            Msg::Schedule { id, due } => self.follow(FollowUp::Schedule { id, due }),
+            Msg::Shutdown { .. } => {}
+            Msg::Count(reply) => {
+                let _ = reply.send((self.tracked.len(), self.retries.len()));
+            }
+        }
+    }
+
+    fn follow(&mut self, f: FollowUp) {
+        match f {
+            FollowUp::Track { id, attempt, deadline } => {
                 if let Some((d, a)) = self.tracked.insert(id, (deadline, attempt)) {
                     self.expiries.remove(&(d, id, a));
                 }
                 self.expiries.insert((deadline, id, attempt));
             }
-            Msg::Untrack { id } => {
+            FollowUp::Untrack { id } => {
                 if let Some((d, a)) = self.tracked.remove(&id) {
                     self.expiries.remove(&(d, id, a));
                 }
             }
-            Msg::Schedule { id, due } => {
+            FollowUp::Schedule { id, due } => {
                 self.retries.insert((due, id));
-            }
-            Msg::Shutdown { .. } => {}
-            Msg::Count(reply) => {
-                let _ = reply.send((self.tracked.len(), self.retries.len()));
             }
         }
     }
@@ -315,16 +366,14 @@ impl LeaseActor {
             }
             self.expiries.pop_first();
             self.tracked.remove(&id);
-            let me = self.me.clone();
-            tokio::spawn(async move { me.expire(id, attempt).await });
+            self.tasks.spawn(self.ctx.clone().expire(id, attempt));
         }
         while let Some(&(due, id)) = self.retries.first() {
             if due > now {
                 break;
             }
             self.retries.pop_first();
-            let me = self.me.clone();
-            tokio::spawn(async move { me.due(id).await });
+            self.tasks.spawn(self.ctx.clone().due(id));
         }
     }
 }

@@ -6,7 +6,7 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status, Streaming};
 
 use super::convert::{self, ident, job_id};
-use super::{invalid, store_status, to_status};
+use super::{invalid, to_status};
 use crate::actors::Core;
 use crate::proto::ingest_service_server::IngestService;
 use crate::proto::submit_job_request::Part;
@@ -30,7 +30,7 @@ impl IngestApi {
     /// Job `id` as a client sees it (of `tenant`, when given), read on a blocking thread.
     async fn view(&self, id: u64, tenant: &str) -> Result<Job, Status> {
         let store = self.core.store.clone();
-        match super::blocking(move || jobs::get(&store.read()?, id)).await?.map_err(store_status)? {
+        match super::blocking(move || jobs::get(&store.read()?, id)).await?.map_err(to_status)? {
             Some(v) if tenant.is_empty() || v.job.tenant == tenant => Ok(convert::job(v)),
             _ => Err(Status::not_found(format!("no job {id}"))),
         }
@@ -47,7 +47,7 @@ struct BlobSink {
 
 impl BlobSink {
     fn start(blobs: &crate::store::BlobStore) -> Result<Self, Status> {
-        let mut writer = blobs.writer().map_err(|e| Status::internal(format!("cannot create blob: {e}")))?;
+        let mut writer = blobs.writer().map_err(|e| to_status(super::ApiError::Io(format!("cannot create blob: {e}"))))?;
         let (chunks, mut rx) = tokio::sync::mpsc::channel::<Vec<u8>>(8);
         let done = tokio::task::spawn_blocking(move || {
             while let Some(c) = rx.blocking_recv() {
@@ -60,7 +60,7 @@ impl BlobSink {
 
     async fn finish(self) -> Result<(String, u64), Status> {
         drop(self.chunks);
-        self.done.await.map_err(|e| Status::internal(e.to_string()))?.map_err(|e| Status::internal(format!("cannot store content: {e}")))
+        self.done.await.map_err(|e| to_status(super::ApiError::Io(e.to_string())))?.map_err(|e| to_status(super::ApiError::Io(format!("cannot store content: {e}"))))
     }
 }
 
@@ -174,7 +174,7 @@ impl IngestService for IngestApi {
         let limit = if r.page_size == 0 { DEFAULT_PAGE } else { r.page_size } as usize;
         let after = if r.page_token.is_empty() { 0 } else { r.page_token.parse::<u64>().map_err(|_| invalid("page_token", "not a token from ListJobs"))? };
         let store = self.core.store.clone();
-        let (views, next) = super::blocking(move || jobs::list(&store.read()?, &filter, after, limit)).await?.map_err(store_status)?;
+        let (views, next) = super::blocking(move || jobs::list(&store.read()?, &filter, after, limit)).await?.map_err(to_status)?;
         Ok(Response::new(ListJobsResponse { jobs: views.into_iter().map(convert::job).collect(), next_page_token: next.map(|n| n.to_string()).unwrap_or_default() }))
     }
 
@@ -233,7 +233,7 @@ impl IngestService for IngestApi {
 
     async fn get_status(&self, _req: Request<GetStatusRequest>) -> Result<Response<crate::proto::Status>, Status> {
         let store = self.core.store.clone();
-        let depths = super::blocking(move || jobs::depths(&store.read()?)).await?.map_err(store_status)?;
+        let depths = super::blocking(move || jobs::depths(&store.read()?)).await?.map_err(to_status)?;
         let snapshot = self.core.queue.snapshot().await?;
         let pools = match &self.supervisor {
             Some(s) => s.status().await,

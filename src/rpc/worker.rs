@@ -9,7 +9,7 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
 
 use super::convert::{self, ident, job_id};
-use super::{blocking, invalid, store_status};
+use super::{blocking, invalid, to_status};
 use crate::actors::Core;
 use crate::failure::{self, FailureKind};
 use crate::proto::worker_service_server::WorkerService;
@@ -105,7 +105,7 @@ impl WorkerService for WorkerApi {
                 worker_id: worker.clone().unwrap_or_default(),
                 ..Default::default()
             };
-            let outcome = leases.fail(id, worker, attempt, failure).await.map_err(store_status)?;
+            let outcome = leases.fail(id, worker, attempt, failure).await.map_err(to_status)?;
             return Ok(Response::new(match outcome {
                 FailOutcome::NotCurrent(reason) => SubmitResponse { accepted: false, reason, ..Default::default() },
                 _ => SubmitResponse { accepted: true, ..Default::default() },
@@ -140,7 +140,7 @@ impl WorkerService for WorkerApi {
                     worker_id: worker.clone().unwrap_or_default(),
                     ..Default::default()
                 };
-                let outcome = leases.fail(id, worker, attempt, failure).await.map_err(store_status)?;
+                let outcome = leases.fail(id, worker, attempt, failure).await.map_err(to_status)?;
                 let reason = match outcome {
                     FailOutcome::NotCurrent(fenced) => fenced,
                     _ => failure::reason(kind, &reason),
@@ -149,7 +149,7 @@ impl WorkerService for WorkerApi {
             }
         };
         let sub = Staged { worker_id: worker, ..sub };
-        let outcome = leases.submit(sub).await.map_err(store_status)?;
+        let outcome = leases.submit(sub).await.map_err(to_status)?;
         Ok(Response::new(match outcome {
             SubmitOutcome::Accepted { node_ids, lease_deadline, .. } => SubmitResponse { accepted: true, node_ids, lease_deadline, reason: String::new() },
             SubmitOutcome::Rejected(reason) => SubmitResponse { accepted: false, reason, ..Default::default() },
@@ -173,7 +173,7 @@ impl WorkerService for WorkerApi {
                 items.push((id, None));
             }
         }
-        let (extended, deadline) = self.core.leases.heartbeat(worker, items).await.map_err(store_status)?;
+        let (extended, deadline) = self.core.leases.heartbeat(worker, items).await.map_err(to_status)?;
         Ok(Response::new(HeartbeatResponse { job_ids: extended.iter().map(u64::to_string).collect(), lease_deadline: deadline }))
     }
 
@@ -182,13 +182,13 @@ impl WorkerService for WorkerApi {
         let id = job_id("job_id", &r.job_id)?;
         let worker = ident("worker_id", &r.worker_id)?;
         let store = self.core.store.clone();
-        let view = blocking(move || jobs::get(&store.read()?, id)).await?.map_err(store_status)?;
-        let lease_ok = view.as_ref().and_then(|v| v.lease.as_ref()).is_some_and(|l| jobs::check_holder(id, l, Some(&worker), Some(r.attempt)).is_ok());
-        let Some(view) = view.filter(|_| lease_ok) else {
-            return Err(Status::permission_denied(format!("worker {worker} does not hold lease {} of job {id}", r.attempt)));
-        };
-        let path = self.core.store.blob_path(&view.job.blob).ok_or_else(|| Status::failed_precondition(format!("job {id} has no content blob")))?;
-        let mut file = tokio::fs::File::open(&path).await.map_err(|e| Status::internal(format!("blob of job {id}: {e}")))?;
+        let view = blocking(move || jobs::get(&store.read()?, id)).await?.map_err(to_status)?;
+        // The one fencing check; a job that is gone or not leased is fenced too (PERMISSION_DENIED).
+        let Some(view) = view else { return Err(to_status(jobs::Fenced::NoJob(id))) };
+        let Some(lease) = view.lease.as_ref() else { return Err(to_status(jobs::Fenced::NoLease(id))) };
+        jobs::check_holder(id, lease, Some(&worker), Some(r.attempt)).map_err(to_status)?;
+        let path = self.core.store.blob_path(&view.job.blob).ok_or_else(|| to_status(super::ApiError::NoBlob(id)))?;
+        let mut file = tokio::fs::File::open(&path).await.map_err(|e| to_status(super::ApiError::Io(format!("blob of job {id}: {e}"))))?;
         let (tx, rx) = tokio::sync::mpsc::channel(4);
         tokio::spawn(async move {
             let mut buf = vec![0u8; 1 << 20];
@@ -201,7 +201,7 @@ impl WorkerService for WorkerApi {
                         }
                     }
                     Err(e) => {
-                        let _ = tx.send(Err(Status::internal(format!("reading blob: {e}")))).await;
+                        let _ = tx.send(Err(to_status(super::ApiError::Io(format!("reading blob: {e}"))))).await;
                         return;
                     }
                 }
@@ -214,7 +214,7 @@ impl WorkerService for WorkerApi {
 /// The number of job `id`'s current lease, if it is leased (read on a blocking thread).
 async fn current_lease(core: &Core, id: u64) -> Result<Option<u64>, Status> {
     let store = core.store.clone();
-    let view = blocking(move || jobs::get(&store.read()?, id)).await?.map_err(store_status)?;
+    let view = blocking(move || jobs::get(&store.read()?, id)).await?.map_err(to_status)?;
     Ok(view.and_then(|v| v.lease).map(|l| l.attempt))
 }
 
@@ -235,7 +235,7 @@ async fn base_when_ready(core: &Core, job: u64, attempt: u64, seq: u32) -> Resul
     let mut next_keep_alive = tokio::time::Instant::now();
     loop {
         let store = core.store.clone();
-        match blocking(move || base_offset(&store.read()?, job, attempt, seq)).await?.map_err(store_status)? {
+        match blocking(move || base_offset(&store.read()?, job, attempt, seq)).await?.map_err(to_status)? {
             Base::At(base) => return Ok(Ok(base)),
             Base::NotLeased => return Ok(Ok(0)),
             Base::Gap => return Ok(Err(gap(seq.saturating_sub(2), "was not accepted (a worker keeps at most two partials in flight)"))),
@@ -247,7 +247,7 @@ async fn base_when_ready(core: &Core, job: u64, attempt: u64, seq: u32) -> Resul
                 return Ok(Err(gap(seq.saturating_sub(1), &format!("was not accepted within {} s", wait.as_secs_f64()))));
             }
             if now >= next_keep_alive {
-                core.leases.keep_alive(job, attempt).await.map_err(store_status)?;
+                core.leases.keep_alive(job, attempt).await.map_err(to_status)?;
                 next_keep_alive = now + keep_alive_every;
             }
             match tokio::time::timeout_at(deadline.min(next_keep_alive), changes.recv()).await {
@@ -279,7 +279,7 @@ fn check(core: &Core, job: u64, attempt: u64, base: u64, sub: Submission, bytes:
                     w.write(&data)?;
                     w.finish()
                 })()
-                .map_err(|e| Status::internal(format!("cannot store a child job's content: {e}")))?;
+                .map_err(|e| to_status(super::ApiError::Io(format!("cannot store a child job's content: {e}"))))?;
                 format!("{}:{}", blob.0, blob.1)
             }
         });
