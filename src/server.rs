@@ -19,7 +19,7 @@ use crate::proto::worker_service_server::WorkerServiceServer;
 use crate::rpc::auth::{load_or_create_token, Auth};
 use crate::rpc::ingest::IngestApi;
 use crate::rpc::worker::WorkerApi;
-use crate::graph::wire::MAX_SUBMISSION_BYTES;
+use crate::config::MAX_SUBMISSION_BYTES;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
