@@ -163,7 +163,7 @@ impl Leases {
     /// Fails every job `worker` holds (its process died): the supervisor's path, which
     /// does not wait for the lease to expire. Returns the failed job ids.
     pub async fn fail_worker(&self, worker: &str, failure: FailureRecord) -> Result<Vec<u64>, StoreError> {
-        let held = self.held_by(worker)?;
+        let held = self.held_by(worker).await?;
         let mut failed = Vec::with_capacity(held.len());
         for (id, attempt) in held {
             if !matches!(self.fail(id, None, attempt, failure.clone()).await?, FailOutcome::NotCurrent(_)) {
@@ -174,14 +174,18 @@ impl Leases {
     }
 
     /// The leases `worker` holds now: (job id, lease number).
-    fn held_by(&self, worker: &str) -> Result<Vec<(u64, u64)>, StoreError> {
-        Ok(jobs::leases(&self.store.read()?)?.into_iter().filter(|l| l.3 == worker).map(|l| (l.0, l.1)).collect())
+    /// Read on the blocking pool (a redb read is blocking work).
+    async fn held_by(&self, worker: &str) -> Result<Vec<(u64, u64)>, StoreError> {
+        let (store, worker) = (self.store.clone(), worker.to_string());
+        tokio::task::spawn_blocking(move || Ok(jobs::leases(&store.read()?)?.into_iter().filter(|l| l.3 == worker).map(|l| (l.0, l.1)).collect()))
+            .await
+            .map_err(|e| StoreError::Corrupt(format!("lease read task: {e}")))?
     }
 
     /// Gives back every lease `worker` holds, without charging an attempt (it stopped
     /// cleanly with a job still in its stream).
     pub async fn release_worker(&self, worker: &str) -> Result<Vec<u64>, StoreError> {
-        let held = self.held_by(worker)?;
+        let held = self.held_by(worker).await?;
         for &(id, attempt) in &held {
             self.release(id, Some(attempt)).await;
         }

@@ -70,7 +70,13 @@ enum Msg {
     Reload(Box<PoolConfig>),
     Stop { grace: Duration, reply: oneshot::Sender<()> },
     Status(oneshot::Sender<PoolStatus>),
-    Exited { slot: usize, generation: u64, exit: Exit },
+}
+
+/// A worker process ended: which slot, which of its processes, how.
+struct Exited {
+    slot: usize,
+    generation: u64,
+    exit: Exit,
 }
 
 /// Handle to one pool actor.
@@ -98,7 +104,7 @@ impl Pool {
             spawner,
             contact,
             rx,
-            tx: tx.clone(),
+            exits: tokio::task::JoinSet::new(),
             events,
             generation: 0,
             restarts: VecDeque::new(),
@@ -166,8 +172,9 @@ struct PoolActor {
     spawner: Spawner,
     contact: CoreContact,
     rx: mpsc::Receiver<Msg>,
-    /// For the waiter tasks that report exits.
-    tx: mpsc::Sender<Msg>,
+    /// One waiter per live process, resolving with its exit (the actor holds no sender
+    /// to its own inbox).
+    exits: tokio::task::JoinSet<Option<Exited>>,
     events: broadcast::Receiver<CoreEvent>,
     slots: Vec<Slot>,
     generation: u64,
@@ -191,6 +198,11 @@ impl PoolActor {
                     Some(msg) => self.handle(msg).await,
                     None => return,
                 },
+                Some(done) = self.exits.join_next(), if !self.exits.is_empty() => {
+                    if let Ok(Some(Exited { slot, generation, exit })) = done {
+                        self.on_exit(slot, generation, exit).await;
+                    }
+                }
                 ev = self.events.recv() => match ev {
                     Ok(ev) => self.on_event(ev),
                     Err(broadcast::error::RecvError::Lagged(n)) => tracing::warn!(pool = %self.name, missed = n, "lease events lagged"),
@@ -281,7 +293,6 @@ impl PoolActor {
             Msg::Status(reply) => {
                 let _ = reply.send(self.status());
             }
-            Msg::Exited { slot, generation, exit } => self.on_exit(slot, generation, exit).await,
         }
     }
 
@@ -385,13 +396,8 @@ impl PoolActor {
         match self.spawner.spawn(spec).await {
             Ok(spawned) => {
                 tracing::info!(pool = %self.name, worker = %worker_id, pid = spawned.pid, "worker started");
-                let tx = self.tx.clone();
                 let exited = spawned.exited;
-                tokio::spawn(async move {
-                    if let Ok(exit) = exited.await {
-                        let _ = tx.send(Msg::Exited { slot: i, generation, exit }).await;
-                    }
-                });
+                self.exits.spawn(async move { exited.await.ok().map(|exit| Exited { slot: i, generation, exit }) });
                 self.slots[i].proc = Some(Proc {
                     generation,
                     pid: spawned.pid,

@@ -87,7 +87,7 @@ impl Supervisor {
         // Woken by lease-end events (subscribed before the first count, so none is missed).
         let mut events = self.core.events.subscribe();
         loop {
-            let leased = self.leased_count();
+            let leased = self.leased_count().await;
             if leased == 0 || Instant::now() >= deadline {
                 tracing::info!(leased, "drain: in-flight jobs settled or grace over; stopping workers");
                 break;
@@ -110,13 +110,13 @@ impl Supervisor {
         }
     }
 
-    fn leased_count(&self) -> u64 {
-        self.core
-            .store
-            .read()
-            .and_then(|t| jobs::depths(&t))
-            .map(|d| d.iter().filter(|(_, s, _)| *s == JobState::Leased).map(|(_, _, n)| n).sum())
-            .unwrap_or(0)
+    /// Jobs leased now, read on the blocking pool.
+    async fn leased_count(&self) -> u64 {
+        let store = self.core.store.clone();
+        let count = tokio::task::spawn_blocking(move || {
+            store.read().and_then(|t| jobs::depths(&t)).map(|d| d.iter().filter(|(_, s, _)| *s == JobState::Leased).map(|(_, _, n)| n).sum()).unwrap_or(0)
+        });
+        count.await.unwrap_or(0)
     }
 
     pub async fn status(&self) -> Vec<PoolStatus> {
