@@ -3,7 +3,6 @@
 use std::future::Future;
 use std::net::SocketAddr;
 use std::path::Path;
-use std::sync::Arc;
 
 use tokio::net::TcpListener;
 use tonic::service::interceptor::InterceptedService;
@@ -67,7 +66,7 @@ pub async fn serve(config: Config, shutdown: impl Future<Output = ()> + Send + '
     let config_path = config.path.clone();
     let core = Core::start(config).await?;
     let auth = Auth::new(&token);
-    let supervisor = Arc::new(Supervisor::start(core.clone(), CoreContact { addr: addr.to_string(), token: token.clone() })?);
+    let supervisor = Supervisor::start(core.clone(), CoreContact { addr: addr.to_string(), token: token.clone() })?;
 
     let (health, health_service) = tonic_health::server::health_reporter();
     health.set_serving::<WorkerServiceServer<WorkerApi>>().await;
@@ -122,7 +121,9 @@ pub async fn serve(config: Config, shutdown: impl Future<Output = ()> + Send + '
         } => tracing::warn!("clients still connected after the drain; closing anyway"),
     }
     let _ = std::fs::remove_file(&addr_file);
-    // The pools stopped in the drain; now the core's actors, the writer thread and the file.
+    // The pools stopped in the drain; now the supervisor, the core's actors, the writer
+    // thread and the file.
+    supervisor.shutdown().await;
     core.shutdown().await;
     tracing::info!("telha stopped");
     Ok(())
@@ -136,7 +137,7 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 
 /// Re-reads the config on every SIGHUP; an invalid file is logged and the running
 /// config stays.
-async fn reload_on_sighup(path: std::path::PathBuf, supervisor: Arc<Supervisor>) {
+async fn reload_on_sighup(path: std::path::PathBuf, supervisor: Supervisor) {
     use tokio::signal::unix::{signal, SignalKind};
     let Ok(mut hup) = signal(SignalKind::hangup()) else {
         tracing::error!("cannot install the SIGHUP handler: reloads are off");

@@ -19,11 +19,11 @@ const MAX_PAGE: u32 = 1000;
 
 pub struct IngestApi {
     core: Core,
-    supervisor: Option<std::sync::Arc<crate::actors::supervisor::Supervisor>>,
+    supervisor: Option<crate::actors::supervisor::Supervisor>,
 }
 
 impl IngestApi {
-    pub fn new(core: Core, supervisor: Option<std::sync::Arc<crate::actors::supervisor::Supervisor>>) -> Self {
+    pub fn new(core: Core, supervisor: Option<crate::actors::supervisor::Supervisor>) -> Self {
         Self { core, supervisor }
     }
 
