@@ -134,7 +134,7 @@ async fn main() {
     // A read of the committed projection (first items only) and of one node.
     let mut c = s.client().await.max_decoding_message_size(256 << 20);
     let t = Instant::now();
-    let proj = c.get_projection(GetProjectionRequest { job_id: job.id.clone(), tenant_id: "bench".into(), max_items: 1000 }).await.expect("projection").into_inner();
+    let proj = c.get_projection(GetProjectionRequest { job_id: job.id.clone(), tenant_id: "bench".into(), max_items: 1000, skip: 0 }).await.expect("projection").into_inner();
     println!("GetProjection (max_items 1000, {} MiB of text): {:.0} ms, truncated: {}", proj.canonical_text.len() / 1048576, t.elapsed().as_secs_f64() * 1000.0, proj.truncated);
     let id = proj.nodes[0].id.clone();
     let t = Instant::now();

@@ -1,14 +1,22 @@
 //! `supervisor.toml`: the operator's one file. Parsed strictly: an unknown key or a
 //! bad value is refused at start-up with the dotted path of the key.
+//!
+//! A leaf: it owns every default (limits, caps, timings) and imports only the other
+//! leaves ([`crate::failure`], [`crate::rules`]); the layers above read it.
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::graph::wire::MAX_SUBMISSION_BYTES;
-
 use crate::failure::FailureKind;
+
+/// The PATH a worker gets (its environment is cleared), and where a bare command name
+/// is looked up.
+pub const CLEAN_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+/// Largest open-files limit when /proc/sys/fs/nr_open cannot be read (the kernel's default).
+const DEFAULT_NR_OPEN: u64 = 1 << 20;
 
 /// Formats the core accepts even when no pool declares them (workers may join from
 /// other hosts). Pools add their own.
@@ -101,17 +109,24 @@ pub struct JobsConfig {
     pub lease_secs: f64,
     pub backoff_base_ms: u64,
     pub backoff_max_ms: u64,
+    /// How long a partial that arrived before its predecessor waits for it (workers
+    /// pipeline two partials) before the missing one counts as a gap (`protocol`).
+    /// The lease is kept alive meanwhile.
+    pub partial_wait_secs: f64,
 }
 
 impl Default for JobsConfig {
     fn default() -> Self {
-        Self { max_attempts: 5, lease_secs: 180.0, backoff_base_ms: 1000, backoff_max_ms: 300_000 }
+        Self { max_attempts: 5, lease_secs: 180.0, backoff_base_ms: 1000, backoff_max_ms: 300_000, partial_wait_secs: 5.0 }
     }
 }
 
 impl JobsConfig {
     pub fn lease(&self) -> Duration {
         Duration::from_secs_f64(self.lease_secs)
+    }
+    pub fn partial_wait(&self) -> Duration {
+        Duration::from_secs_f64(self.partial_wait_secs)
     }
 }
 
@@ -128,13 +143,50 @@ pub struct StoreConfig {
 
 impl Default for StoreConfig {
     fn default() -> Self {
-        Self { max_batch: 4096, cache_mb: crate::store::DEFAULT_CACHE_BYTES >> 20 }
+        Self { max_batch: 4096, cache_mb: DEFAULT_CACHE_BYTES >> 20 }
     }
 }
 
 /// `[graph]`: per-submission caps on what a worker may send (a submission over a cap
-/// fails its attempt as `protocol`). The validator's own limits type, read as is.
-pub type GraphConfig = crate::graph::validate::Caps;
+/// fails its attempt as `protocol`); the validator reads this type as is.
+pub type GraphConfig = GraphCaps;
+
+/// Per-submission limits, from `[graph]` in supervisor.toml.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct GraphCaps {
+    pub max_text_bytes: usize,
+    pub max_spans: usize,
+    pub max_nodes: usize,
+    pub max_relationships: usize,
+    pub max_child_jobs: usize,
+    pub max_ambiguities: usize,
+    /// Labels on one node. Bounds the work a node costs (its labels are compared as a set).
+    pub max_labels_per_node: usize,
+}
+
+impl Default for GraphCaps {
+    fn default() -> Self {
+        use crate::rules::*;
+        Self {
+            max_text_bytes: DEFAULT_MAX_TEXT_BYTES,
+            max_spans: DEFAULT_MAX_SPANS,
+            max_nodes: DEFAULT_MAX_NODES,
+            max_relationships: DEFAULT_MAX_RELATIONSHIPS,
+            max_child_jobs: DEFAULT_MAX_CHILD_JOBS,
+            max_ambiguities: DEFAULT_MAX_AMBIGUITIES,
+            max_labels_per_node: DEFAULT_MAX_LABELS_PER_NODE,
+        }
+    }
+}
+
+/// Largest `result_json` accepted in one submission (also the gRPC decoding limit).
+pub const MAX_SUBMISSION_BYTES: usize = 64 * 1024 * 1024;
+
+/// redb's page cache when `[store] cache_mb` is not set. 64 MiB: bench/tabular (1M rows
+/// streamed in) runs as fast with 16 MiB as with 128 MiB, and the core's RSS follows the
+/// cache (186 MiB peak at 16, 261 at 64, 341 at 128); reads of a hot working set want more.
+pub const DEFAULT_CACHE_BYTES: usize = 64 << 20;
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -252,6 +304,9 @@ impl Config {
         if !(j.lease_secs.is_finite() && j.lease_secs >= 0.05 && j.lease_secs <= 86_400.0 * 7.0) {
             return Err(invalid("jobs.lease_secs", format!("{} is outside 0.05 ..= 604800", j.lease_secs)));
         }
+        if !(j.partial_wait_secs.is_finite() && j.partial_wait_secs > 0.0 && j.partial_wait_secs <= 600.0) {
+            return Err(invalid("jobs.partial_wait_secs", format!("{} is outside (0, 600]", j.partial_wait_secs)));
+        }
         if j.backoff_base_ms == 0 || j.backoff_max_ms < j.backoff_base_ms {
             return Err(invalid("jobs.backoff_max_ms", "need 0 < backoff_base_ms <= backoff_max_ms".into()));
         }
@@ -267,16 +322,26 @@ impl Config {
                 return Err(invalid("failures.permanent", format!("unknown kind {kind:?} (known: {})", known.join(", "))));
             }
         }
+        let mut served: BTreeMap<String, String> = BTreeMap::new();
         for (name, pool) in raw.pools.iter_mut() {
             let key = |k: &str| format!("pools.{name}.{k}");
+            let mut listed = BTreeSet::new();
+            for f in &pool.formats {
+                if !listed.insert(f.as_str()) {
+                    return Err(invalid(&key("formats"), format!("{f:?} is listed twice")));
+                }
+                if let Some(other) = served.insert(f.clone(), name.clone()) {
+                    return Err(invalid(&key("formats"), format!("{f:?} is already served by pool {other:?}: a format belongs to one pool")));
+                }
+            }
             if !is_identifier(name) {
                 return Err(invalid(&format!("pools.{name}"), "pool names are letters, digits, '-' and '_'".into()));
             }
             if pool.formats.is_empty() {
                 return Err(invalid(&key("formats"), "declare at least one format".into()));
             }
-            if let Some(bad) = pool.formats.iter().find(|f| !is_identifier(f)) {
-                return Err(invalid(&key("formats"), format!("{bad:?} is not a format name")));
+            if let Some(bad) = pool.formats.iter().find(|f| !is_format_name(f)) {
+                return Err(invalid(&key("formats"), format!("{bad:?} is not a format name ({}, at most {} bytes)", crate::rules::FORMAT_PATTERN, crate::rules::MAX_FORMAT_BYTES)));
             }
             if pool.command.is_empty() || pool.command[0].is_empty() {
                 return Err(invalid(&key("command"), "needs a program".into()));
@@ -300,9 +365,14 @@ impl Config {
             if pool.limits.memory_mb.is_some() && pool.limits.rss_mb.is_some() {
                 return Err(invalid(&key("limits"), "set memory_mb (RLIMIT_AS) or rss_mb (watchdog), not both".into()));
             }
-            for (k, v) in [("memory_mb", pool.limits.memory_mb), ("cpu_secs", pool.limits.cpu_secs), ("open_files", pool.limits.open_files), ("rss_mb", pool.limits.rss_mb)] {
+            // RLIM_INFINITY is u64::MAX: a limit that reaches it (in bytes) would mean "unlimited".
+            let max_mb = (u64::MAX >> 20) - 1;
+            for (k, v, max) in [("memory_mb", pool.limits.memory_mb, max_mb), ("cpu_secs", pool.limits.cpu_secs, u64::MAX - 1), ("open_files", pool.limits.open_files, u64::MAX - 1), ("rss_mb", pool.limits.rss_mb, max_mb)] {
                 if v == Some(0) {
                     return Err(invalid(&key(&format!("limits.{k}")), "must be at least 1".into()));
+                }
+                if v.is_some_and(|v| v > max) {
+                    return Err(invalid(&key(&format!("limits.{k}")), format!("at most {max} (the kernel reads larger as unlimited)")));
                 }
             }
             if let Some(k) = pool.env.keys().find(|k| k.starts_with("TELHA_") || k.is_empty() || k.contains('=')) {
@@ -310,7 +380,7 @@ impl Config {
             }
         }
         let g = &raw.graph;
-        for (k, v) in [("max_text_bytes", g.max_text_bytes), ("max_spans", g.max_spans), ("max_nodes", g.max_nodes), ("max_relationships", g.max_relationships)] {
+        for (k, v) in [("max_text_bytes", g.max_text_bytes), ("max_spans", g.max_spans), ("max_nodes", g.max_nodes), ("max_relationships", g.max_relationships), ("max_labels_per_node", g.max_labels_per_node)] {
             if v == 0 {
                 return Err(invalid(&format!("graph.{k}"), "must be at least 1".into()));
             }
@@ -319,6 +389,28 @@ impl Config {
             return Err(invalid("graph.max_text_bytes", format!("at most {} (the largest submission)", MAX_SUBMISSION_BYTES)));
         }
         Ok(Self { path, server: raw.server, jobs: raw.jobs, store: raw.store, pools: raw.pools, failures: raw.failures, graph: raw.graph })
+    }
+
+    /// What only this machine can tell, checked by `telha serve` before it creates the
+    /// data dir or binds the port: `data_dir` is not a file, every pool's command is an
+    /// executable file, and open-file limits are within the kernel's `nr_open`.
+    pub fn check_runnable(&self) -> Result<(), ConfigError> {
+        let shown = self.path.clone().unwrap_or_else(|| PathBuf::from("(defaults)"));
+        let invalid = |key: String, message: String| ConfigError::Invalid { path: shown.clone(), key, message };
+        let dir = &self.server.data_dir;
+        if dir.exists() && !dir.is_dir() {
+            return Err(invalid("server.data_dir".into(), format!("{} exists and is not a folder", dir.display())));
+        }
+        let nr_open = std::fs::read_to_string("/proc/sys/fs/nr_open").ok().and_then(|s| s.trim().parse().ok()).unwrap_or(DEFAULT_NR_OPEN);
+        for (name, pool) in &self.pools {
+            if let Some(problem) = program_problem(&pool.command[0]) {
+                return Err(invalid(format!("pools.{name}.command"), format!("{:?}: {problem}", pool.command[0])));
+            }
+            if let Some(n) = pool.limits.open_files.filter(|n| *n > nr_open) {
+                return Err(invalid(format!("pools.{name}.limits.open_files"), format!("{n} is over the kernel's nr_open ({nr_open})")));
+            }
+        }
+        Ok(())
     }
 
     /// Every format a job may have: the built-in ones and those the pools declare.
@@ -346,6 +438,33 @@ impl RawConfig {
             graph: GraphConfig::default(),
         }
     }
+}
+
+/// Why `program` cannot be started (None when it names an executable file: a path, or a
+/// name on [`CLEAN_PATH`]).
+pub fn program_problem(program: &str) -> Option<String> {
+    use std::os::unix::fs::PermissionsExt;
+    let candidates: Vec<PathBuf> = if program.contains('/') { vec![PathBuf::from(program)] } else { CLEAN_PATH.split(':').map(|d| PathBuf::from(d).join(program)).collect() };
+    for c in &candidates {
+        if let Ok(meta) = std::fs::metadata(c) {
+            if meta.is_file() && meta.permissions().mode() & 0o111 != 0 {
+                return None;
+            }
+            if meta.is_file() {
+                return Some(format!("{} is not executable", c.display()));
+            }
+        }
+    }
+    Some(if program.contains('/') { "no such file".into() } else { format!("not found on PATH ({CLEAN_PATH})") })
+}
+
+/// rules.json `format_pattern` (`[a-z0-9][a-z0-9_.+-]*`), at most `max_format_bytes`: the
+/// names workers declare (TELHA_FORMATS) and jobs carry.
+pub fn is_format_name(s: &str) -> bool {
+    let mut b = s.bytes();
+    s.len() <= crate::rules::MAX_FORMAT_BYTES
+        && b.next().is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+        && b.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, b'_' | b'.' | b'+' | b'-'))
 }
 
 /// Letters, digits, `-`, `_` and `.`, 1..=64 bytes: names that are safe in paths, logs and keys.
@@ -428,6 +547,33 @@ mod tests {
     }
 
     #[test]
+    fn format_names_follow_the_shared_rule() {
+        assert!(BUILTIN_FORMATS.iter().all(|f| is_format_name(f)));
+        for good in ["csv", "code-archive", "c++", "x.y_z", "9p"] {
+            assert!(is_format_name(good), "{good}");
+        }
+        for bad in ["", "CSV", "-x", ".x", "a b", "é", &"x".repeat(65)] {
+            assert!(!is_format_name(bad), "{bad}");
+        }
+        let msg = parse("[pools.p]\nformats = ['CSV']\ncommand = ['x']\n").unwrap_err().to_string();
+        assert!(msg.contains("pools.p.formats: \"CSV\" is not a format name"), "{msg}");
+    }
+
+    #[test]
+    fn formats_belong_to_one_pool_and_limits_stay_finite() {
+        let pool = |name: &str, formats: &str| format!("[pools.{name}]\nformats = {formats}\ncommand = ['x']\n");
+        let msg = parse(&pool("a", "['csv', 'csv']")).unwrap_err().to_string();
+        assert!(msg.contains("pools.a.formats: \"csv\" is listed twice"), "{msg}");
+        let msg = parse(&(pool("a", "['csv']") + &pool("b", "['tsv', 'csv']"))).unwrap_err().to_string();
+        assert!(msg.contains("pools.b.formats: \"csv\" is already served by pool \"a\""), "{msg}");
+        let msg = parse(&(pool("a", "['csv']") + "[pools.a.limits]\nmemory_mb = 18446744073709551615\n")).unwrap_err().to_string();
+        assert!(msg.contains("pools.a.limits.memory_mb: at most"), "{msg}");
+        let msg = parse(&(pool("a", "['csv']") + "[pools.a.limits]\ncpu_secs = 18446744073709551615\n")).unwrap_err().to_string();
+        assert!(msg.contains("pools.a.limits.cpu_secs: at most"), "{msg}");
+        assert!(parse(&(pool("a", "['csv']") + "[pools.a.limits]\nmemory_mb = 1048576\n")).is_ok());
+    }
+
+    #[test]
     fn lease_secs_takes_integers_and_fractions() {
         assert_eq!(parse("[jobs]\nlease_secs = 2\n").unwrap().jobs.lease(), Duration::from_secs(2));
         assert_eq!(parse("[jobs]\nlease_secs = 0.5\n").unwrap().jobs.lease(), Duration::from_millis(500));
@@ -435,7 +581,7 @@ mod tests {
 
     #[test]
     fn graph_caps_parse_strictly() {
-        assert_eq!(Config::defaults().graph, crate::graph::validate::Caps::default());
+        assert_eq!(Config::defaults().graph, GraphCaps::default());
         let c = parse("[graph]\nmax_nodes = 10\nmax_text_bytes = 4096\n").unwrap();
         assert_eq!((c.graph.max_nodes, c.graph.max_text_bytes, c.graph.max_spans), (10, 4096, Config::defaults().graph.max_spans));
         let msg = parse("[graph]\nmax_nodes = 0\n").unwrap_err().to_string();

@@ -1,8 +1,8 @@
 //! The failure taxonomy (DESIGN.md §6): one table of kinds, who raises them and
 //! whether they are permanent by default, plus the wire's `"{kind}: {detail}"` reason.
 
-/// Upper bound of a wire `failure_reason`, in bytes.
-pub const MAX_REASON_BYTES: usize = 512;
+/// Upper bound of a wire `failure_reason`, in bytes (rules.json).
+pub const MAX_REASON_BYTES: usize = crate::rules::MAX_REASON_BYTES;
 
 /// Why an attempt failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -66,9 +66,9 @@ impl FailureKind {
         Self::ALL.into_iter().find(|k| k.as_str() == s)
     }
 
-    /// DESIGN.md §6 defaults; `[failures] permanent` in the config replaces them.
+    /// DESIGN.md §6 defaults, from rules.json; `[failures] permanent` in the config replaces them.
     pub fn permanent_by_default(self) -> bool {
-        matches!(self, Self::InvalidInput | Self::Unsupported | Self::TooLarge | Self::Protocol)
+        crate::rules::FAILURE_KINDS.iter().any(|(k, permanent, _)| *k == self.as_str() && *permanent)
     }
 }
 
@@ -117,6 +117,15 @@ mod tests {
             assert_eq!(FailureKind::parse(k.as_str()), Some(k));
         }
         assert_eq!(FailureKind::parse("nope"), None);
+    }
+
+    /// The enum and rules.json (which the workers read too) list the same kinds, in order.
+    #[test]
+    fn kinds_are_the_shared_table() {
+        let names: Vec<&str> = FailureKind::ALL.iter().map(|k| k.as_str()).collect();
+        let table: Vec<&str> = crate::rules::FAILURE_KINDS.iter().map(|(k, _, _)| *k).collect();
+        assert_eq!(names, table);
+        assert!(FailureKind::Protocol.permanent_by_default() && !FailureKind::Oom.permanent_by_default());
     }
 
     #[test]

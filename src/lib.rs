@@ -4,8 +4,12 @@
 //! Module map:
 //! - [`proto`]: code generated from `proto/telha/v1/telha.proto` (the wire contract).
 //! - [`config`]: `supervisor.toml`, parsed strictly (unknown keys refused with their path).
+//! - [`rules`]: the rules both sides of the wire enforce, generated from `proto/telha/v1/rules.json`.
 //! - [`failure`]: the failure taxonomy shared by the core, the supervisor and the workers.
 //! - [`store`]: redb tables, the pure job state machine, group commit, blobs.
+//! - [`lifecycle`]: a job's state change and its graph effects in one write transaction
+//!   (an attempt's end = transition + reclaim; a submission = fence + apply, and a final
+//!   one = finalize + `Succeed` + child jobs).
 //! - [`actors`]: the queue actor (routing, tenant fairness) and the lease actor (timers).
 //! - [`rpc`]: thin tonic handlers, auth, and the one mapping from domain errors to `Status`.
 //! - [`supervise`]: pool actors' tools: exit classification, spawning, /proc; SIGHUP and drain.
@@ -19,7 +23,9 @@ pub mod cli;
 pub mod config;
 pub mod failure;
 pub mod graph;
+pub mod lifecycle;
 pub mod proto;
+pub mod rules;
 pub mod rpc;
 pub mod server;
 pub mod store;

@@ -13,6 +13,13 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
     let cli = telha::cli::Cli::parse();
+    if !matches!(cli.command, telha::cli::Command::Serve | telha::cli::Command::Run(_)) {
+        // A client command whose reader went away (`telha status | head -1`) ends quietly,
+        // as other command-line tools do, instead of panicking on the broken pipe. The
+        // server keeps Rust's default (ignored: a write to a closed socket is an error).
+        // SAFETY: signal(2) with SIG_DFL before any thread is started.
+        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    }
     let default_level = if matches!(cli.command, telha::cli::Command::Serve) { "info" } else { "warn" };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
     tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(std::io::stderr().is_terminal()).init();

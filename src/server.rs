@@ -3,7 +3,6 @@
 use std::future::Future;
 use std::net::SocketAddr;
 use std::path::Path;
-use std::sync::Arc;
 
 use tokio::net::TcpListener;
 use tonic::service::interceptor::InterceptedService;
@@ -12,14 +11,14 @@ use tonic::transport::Server;
 
 use crate::actors::pool::CoreContact;
 use crate::actors::Core;
-use crate::supervise::Supervisor;
+use crate::actors::supervisor::Supervisor;
 use crate::config::Config;
 use crate::proto::ingest_service_server::IngestServiceServer;
 use crate::proto::worker_service_server::WorkerServiceServer;
 use crate::rpc::auth::{load_or_create_token, Auth};
 use crate::rpc::ingest::IngestApi;
 use crate::rpc::worker::WorkerApi;
-use crate::graph::wire::MAX_SUBMISSION_BYTES;
+use crate::config::MAX_SUBMISSION_BYTES;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
@@ -34,7 +33,9 @@ pub enum ServeError {
     #[error("i/o: {0}")]
     Io(#[from] std::io::Error),
     #[error(transparent)]
-    Supervisor(#[from] crate::supervise::SupervisorError),
+    Supervisor(#[from] crate::actors::supervisor::SupervisorError),
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
     #[error("reflection: {0}")]
     Reflection(#[from] tonic_reflection::server::Error),
 }
@@ -48,8 +49,11 @@ pub struct Bound {
 }
 
 /// Runs the server until `shutdown` resolves. `on_bound` is told the address once
-/// listening (tests use port 0).
+/// listening (tests use port 0). Returns once the pools and the core's actors have
+/// stopped, the store's writer thread has joined and the redb file is closed.
 pub async fn serve(config: Config, shutdown: impl Future<Output = ()> + Send + 'static, on_bound: impl FnOnce(Bound) + Send) -> Result<(), ServeError> {
+    // Refused before anything is created or bound, naming the key.
+    config.check_runnable()?;
     let data_dir = config.server.data_dir.clone();
     std::fs::create_dir_all(&data_dir)?;
     let token_path = config.server.token_path();
@@ -62,7 +66,7 @@ pub async fn serve(config: Config, shutdown: impl Future<Output = ()> + Send + '
     let config_path = config.path.clone();
     let core = Core::start(config).await?;
     let auth = Auth::new(&token);
-    let supervisor = Arc::new(Supervisor::start(core.clone(), CoreContact { addr: addr.to_string(), token: token.clone() })?);
+    let supervisor = Supervisor::start(core.clone(), CoreContact { addr: addr.to_string(), token: token.clone() })?;
 
     let (health, health_service) = tonic_health::server::health_reporter();
     health.set_serving::<WorkerServiceServer<WorkerApi>>().await;
@@ -117,6 +121,10 @@ pub async fn serve(config: Config, shutdown: impl Future<Output = ()> + Send + '
         } => tracing::warn!("clients still connected after the drain; closing anyway"),
     }
     let _ = std::fs::remove_file(&addr_file);
+    // The pools stopped in the drain; now the supervisor, the core's actors, the writer
+    // thread and the file.
+    supervisor.shutdown().await;
+    core.shutdown().await;
     tracing::info!("telha stopped");
     Ok(())
 }
@@ -129,7 +137,7 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 
 /// Re-reads the config on every SIGHUP; an invalid file is logged and the running
 /// config stays.
-async fn reload_on_sighup(path: std::path::PathBuf, supervisor: Arc<Supervisor>) {
+async fn reload_on_sighup(path: std::path::PathBuf, supervisor: Supervisor) {
     use tokio::signal::unix::{signal, SignalKind};
     let Ok(mut hup) = signal(SignalKind::hangup()) else {
         tracing::error!("cannot install the SIGHUP handler: reloads are off");

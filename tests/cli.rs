@@ -125,3 +125,86 @@ async fn a_data_dir_in_use_is_refused_clearly() {
     let err = stderr(&out);
     assert!(err.contains("is in use by another telha process"), "{err}");
 }
+
+/// `telha serve` refuses a config it cannot run, naming the key, before it creates the
+/// data dir or binds the port: a format listed twice in a pool or served by two pools,
+/// `data_dir` that is a file, limits the kernel would read as unlimited or refuse.
+#[test]
+fn serve_refuses_a_config_it_cannot_run_before_touching_anything() {
+    let dir = tempfile::tempdir().unwrap();
+    let pool = |name: &str, formats: &str, extra: &str| format!("[pools.{name}]\nformats = {formats}\ncommand = [\"/bin/sh\"]\n{extra}\n");
+    let file = dir.path().join("occupied");
+    std::fs::write(&file, "keep me").unwrap();
+    let cases = [
+        (pool("text", "[\"txt\", \"txt\"]", ""), "data", "pools.text.formats: \"txt\" is listed twice"),
+        (pool("a", "[\"txt\"]", "") + &pool("b", "[\"md\", \"txt\"]", ""), "data", "pools.b.formats: \"txt\" is already served by pool \"a\""),
+        (pool("text", "[\"txt\"]", ""), "occupied", "server.data_dir:"),
+        (pool("text", "[\"txt\"]", "[pools.text.limits]\nmemory_mb = 18446744073709551615"), "data", "pools.text.limits.memory_mb: at most"),
+        (pool("text", "[\"txt\"]", "[pools.text.limits]\nopen_files = 1000000000000"), "data", "pools.text.limits.open_files:"),
+        (pool("text", "[\"txt\"]", "").replace("/bin/sh", "/nonexistent/worker"), "data", "pools.text.command: \"/nonexistent/worker\": no such file"),
+    ];
+    for (pools, data_dir, want) in cases {
+        let cfg = dir.path().join("supervisor.toml");
+        std::fs::write(&cfg, format!("[server]\nlisten = \"127.0.0.1:0\"\ndata_dir = \"{data_dir}\"\n\n{pools}")).unwrap();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_telha")).args(["--config", path_str(&cfg), "serve"]).output().unwrap();
+        assert!(!out.status.success(), "{want}: served");
+        assert!(stderr(&out).contains(want), "want {want:?} in {}", stderr(&out));
+        assert!(!dir.path().join("data").exists(), "{want}: the data dir was created");
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "keep me");
+    }
+}
+
+/// `telha status | head -1`: the reader goes away before the output is written, and the
+/// CLI ends quietly (SIGPIPE, as other tools) instead of panicking on the broken pipe.
+#[tokio::test]
+async fn a_closed_stdout_ends_the_cli_quietly() {
+    let s = Server::start(None);
+    s.submit("t", "txt", "a.txt", b"x").await;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_telha"))
+        .args(["--config", path_str(&s.config), "status"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let err = stderr(&out);
+    assert!(!err.contains("panicked") && out.status.code() != Some(101), "{:?}: {err}", out.status);
+}
+
+/// A format no pool serves and no worker polls: `ingest` says the job waits for such a
+/// worker (and that `--wait` may wait forever), `status` lists the format as unserved.
+#[tokio::test]
+async fn unserved_formats_are_named_by_ingest_and_status() {
+    let s = Server::start(None);
+    let file = s.dir.path().join("notes.md");
+    std::fs::write(&file, "# hi").unwrap();
+    let out = s.cli(&["ingest", path_str(&file)]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("no pool of this server serves format \"md\""), "{}", stderr(&out));
+    let out = s.cli(&["status"]);
+    assert!(stdout(&out).contains("unserved: md has 1 queued job(s)"), "{}", stdout(&out));
+    let json: serde_json::Value = serde_json::from_str(&stdout(&s.cli(&["status", "--json"]))).unwrap();
+    assert_eq!(json["unserved"], serde_json::json!([{"format": "md", "queued": 1}]));
+    // Once a worker polls for it, it is served.
+    let _w = Worker::connect(&s, "w", &["md"]).await;
+    let json: serde_json::Value = serde_json::from_str(&stdout(&s.cli(&["status", "--json"]))).unwrap();
+    assert_eq!(json["unserved"], serde_json::json!([]));
+}
+
+/// `telha graph --all` pages through lists longer than one read instead of cutting them.
+#[tokio::test]
+async fn graph_all_pages_past_max_items() {
+    let s = Server::start(None);
+    let mut w = Worker::connect(&s, "w", &["txt"]).await;
+    let job = s.submit("t", "txt", "a.txt", b"x").await;
+    let j = w.expect_job().await;
+    assert!(w.succeed(&j, &result_with_nodes(5)).await.accepted);
+    let cut: serde_json::Value = serde_json::from_str(&stdout(&s.cli(&["graph", &job.id, "--json", "--page-items", "2"]))).unwrap();
+    assert_eq!((cut["nodes"].as_array().unwrap().len(), &cut["truncated"]), (2, &serde_json::json!(true)));
+    let all: serde_json::Value = serde_json::from_str(&stdout(&s.cli(&["graph", &job.id, "--json", "--all", "--page-items", "2"]))).unwrap();
+    let ids: Vec<&str> = all["nodes"].as_array().unwrap().iter().map(|n| n["id"].as_str().unwrap()).collect();
+    assert_eq!((ids.len(), &all["truncated"]), (5, &serde_json::json!(false)));
+    let props: Vec<i64> = all["nodes"].as_array().unwrap().iter().map(|n| n["properties"]["i"].as_i64().unwrap()).collect();
+    assert_eq!(props, vec![0, 1, 2, 3, 4]);
+}

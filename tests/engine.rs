@@ -296,8 +296,13 @@ async fn malformed_requests_name_the_field() {
     bad(w.poll_jobs(PollJobsRequest { worker_id: "w".into(), formats: vec!["txt".into(), "nope".into()], max_in_flight: 1 }).await.unwrap_err(), "formats[1]");
     let sub = |job_id: &str, worker: &str, attempt: u64| IngestionResult { job_id: job_id.into(), worker_id: worker.into(), attempt, success: true, ..Default::default() };
     bad(w.submit_ingestion_result(sub("", "w", 1)).await.unwrap_err(), "job_id");
-    bad(w.submit_ingestion_result(sub("1", "", 1)).await.unwrap_err(), "worker_id");
-    bad(w.submit_ingestion_result(sub("1", "w", 0)).await.unwrap_err(), "attempt");
+    bad(w.submit_ingestion_result(sub("1", "bad\nid", 1)).await.unwrap_err(), "worker_id");
+    // Without the added fencing fields (a seed-only worker) a submission is fenced by the
+    // job's current lease: for a job that is not leased it is refused, not an error.
+    for (worker, attempt) in [("", 1), ("w", 0), ("", 0)] {
+        let r = w.submit_ingestion_result(sub("1", worker, attempt)).await.unwrap().into_inner();
+        assert!(!r.accepted && !r.reason.is_empty(), "{worker:?} {attempt}: {r:?}");
+    }
     let long = IngestionResult { job_id: "1".into(), worker_id: "w".into(), attempt: 1, failure_reason: "x".repeat(100_000), ..Default::default() };
     bad(w.submit_ingestion_result(long).await.unwrap_err(), "failure_reason");
     bad(w.heartbeat(HeartbeatRequest { worker_id: "w".into(), job_ids: vec!["x".into()], leases: vec![] }).await.unwrap_err(), "job_ids[0]");

@@ -93,6 +93,20 @@ async fn segfault_is_crash_and_the_worker_respawns() {
     assert_eq!(st.pools[0].restarts, 1);
 }
 
+/// A "MemoryError" that an earlier job logged (it then failed cleanly) does not make a
+/// later job's SIGSEGV `oom`: an exit is classified from what the process wrote since
+/// its current job was leased, and that is the evidence kept.
+#[tokio::test]
+async fn an_earlier_jobs_log_is_not_evidence_for_a_later_crash() {
+    let s = start("", "", ONE_ATTEMPT).await;
+    let first = run_mode(&s, "log_memory", "").await;
+    assert_eq!(only_failure(&first).kind, "invalid_input", "{first:?}");
+    let j = run_mode(&s, "segv", "").await;
+    let f = only_failure(&j);
+    assert_eq!((f.kind.as_str(), f.signal), ("crash", Some(11)), "{f:?}");
+    assert!(!f.stderr_tail.contains("MemoryError"), "{f:?}");
+}
+
 /// SIGKILL from outside while busy → `crash` at once (no lease expiry: the lease is
 /// 60 s), then the pool size is restored.
 #[tokio::test]
@@ -182,7 +196,8 @@ async fn crash_loop_degrades_backs_off_and_recovers_after_sighup() {
 }
 
 /// A command that does not exist (or is not executable) is refused at start-up with
-/// an error naming the pool and the command.
+/// an error naming the key (`pools.misbehave.command`) and the command, before the data
+/// dir is created.
 #[tokio::test]
 async fn missing_command_names_pool_and_command() {
     let dir = tempfile::tempdir().unwrap();
@@ -196,7 +211,8 @@ async fn missing_command_names_pool_and_command() {
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_telha")).current_dir(dir.path()).args(["--config", cfg.to_str().unwrap(), "serve"]).output().unwrap();
         assert!(!out.status.success());
         let err = String::from_utf8_lossy(&out.stderr);
-        assert!(err.contains("pool misbehave") && err.contains(command) && err.contains(why), "{err}");
+        assert!(err.contains("pools.misbehave.command") && err.contains(command) && err.contains(why), "{err}");
+        assert!(!dir.path().join("data").exists(), "the data dir was created before the refusal");
     }
 }
 

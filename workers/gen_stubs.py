@@ -1,4 +1,6 @@
-"""Regenerates the Python gRPC stubs of `proto/` into workers_common/_proto/.
+"""Regenerates the Python gRPC stubs of `proto/` into workers_common/_proto/, and
+`wire_rules.py` from `proto/telha/v1/rules.json` (the rules both sides of the wire enforce;
+the core's build.rs reads the same file).
 
 `proto/` is the one source of truth for the wire; the stubs are committed so a worker
 installs without grpcio-tools, and `test_stubs_fresh.py` regenerates them into a temp dir
@@ -19,6 +21,7 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PROTO_ROOT = REPO_ROOT / "proto"
 PROTO_FILE = "telha/v1/telha.proto"
+RULES_FILE = PROTO_ROOT / "telha" / "v1" / "rules.json"
 STUB_DIR = REPO_ROOT / "workers" / "common" / "src" / "workers_common" / "_proto"
 
 INIT_TEXT = '''"""Generated gRPC stubs of proto/telha/v1/telha.proto: do not edit.
@@ -59,7 +62,36 @@ def generate() -> dict[str, bytes]:
         raise RuntimeError(f"{grpc_name}: expected import {ABSOLUTE_IMPORT!r} not found")
     files[grpc_name] = text.replace(ABSOLUTE_IMPORT, RELATIVE_IMPORT).encode()
     files["__init__.py"] = INIT_TEXT.encode()
+    files["wire_rules.py"] = wire_rules().encode()
     return files
+
+
+def wire_rules() -> str:
+    """The Python form of rules.json: one constant per rule."""
+    import json
+
+    rules = json.loads(RULES_FILE.read_text(encoding="utf-8"))
+    lines = [
+        '"""Generated from proto/telha/v1/rules.json by workers/gen_stubs.py: do not edit.',
+        "",
+        "The rules a wire v1 submission must pass, enforced by the core's validator and by",
+        "workers_common (the builder, the failure taxonomy, the conformance kit).",
+        '"""',
+        "",
+        "FAILURE_KINDS: tuple[tuple[str, bool, str], ...] = (",
+    ]
+    for k in rules["failure_kinds"]:
+        lines.append(f"    ({k['kind']!r}, {k['permanent']!r}, {k['raised_by']!r}),")
+    lines.append(')\n"""(kind, permanent by default, raised by), in the taxonomy\'s order."""')
+    for key, value in rules.items():
+        if key in {"_doc", "failure_kinds", "caps"}:
+            continue
+        lines.append(f"{key.upper()} = {value!r}")
+    lines.append("CAPS: dict[str, int] = {")
+    lines.extend(f"    {k!r}: {v!r}," for k, v in rules["caps"].items())
+    lines.append("}")
+    lines.append('"""Per-submission caps by `[graph]` key (the core\'s defaults)."""')
+    return "\n".join(lines) + "\n"
 
 
 def committed() -> dict[str, bytes]:

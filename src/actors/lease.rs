@@ -14,9 +14,8 @@ use tokio::time::Instant;
 
 use super::queue::{JobSender, Queue, ReadyJob};
 use super::{ActorGone, CoreEvent};
-use crate::proto::JobPayload;
-use crate::graph::submit::{self, Staged, SubmitOutcome};
-use crate::store::jobs::{self, ExpireOutcome, FailOutcome, Granted, Policy};
+use crate::lifecycle::{self, submit::{self, Staged, SubmitOutcome}};
+use crate::store::jobs::{self, ExpireOutcome, FailOutcome, Policy};
 use crate::store::records::FailureRecord;
 use crate::store::{Store, StoreError};
 use crate::time::now_us;
@@ -26,6 +25,8 @@ enum Msg {
     Untrack { id: u64 },
     Schedule { id: u64, due: i64 },
     Count(oneshot::Sender<(usize, usize)>),
+    /// Stop the timers (what they guard is in the store, and is restored at the next start).
+    Shutdown { reply: oneshot::Sender<()> },
 }
 
 /// Handle to the lease actor. Cheap to clone.
@@ -47,7 +48,8 @@ impl Leases {
     }
 
     pub(super) fn start(&self, inbox: LeaseInbox) {
-        let actor = LeaseActor { rx: inbox.0, me: self.clone(), expiries: BTreeSet::new(), tracked: HashMap::new(), retries: BTreeSet::new() };
+        let ctx = TimerCtx { store: self.store.clone(), policy: self.policy.clone(), queue: self.queue.clone(), events: self.events.clone() };
+        let actor = LeaseActor { rx: inbox.0, ctx, tasks: tokio::task::JoinSet::new(), expiries: BTreeSet::new(), tracked: HashMap::new(), retries: BTreeSet::new() };
         tokio::spawn(actor.run());
     }
 
@@ -65,6 +67,14 @@ impl Leases {
 
     pub async fn schedule(&self, id: u64, due: i64) -> Result<(), ActorGone> {
         self.send(Msg::Schedule { id, due }).await
+    }
+
+    /// Stops the actor and its timers; resolves once it has.
+    pub async fn shutdown(&self) {
+        let (reply, rx) = oneshot::channel();
+        if self.send(Msg::Shutdown { reply }).await.is_ok() {
+            let _ = rx.await;
+        }
     }
 
     /// (tracked leases, scheduled retries), for status and tests.
@@ -86,13 +96,14 @@ impl Leases {
     /// queue actor, on a task of its own).
     pub(super) async fn grant(&self, job: ReadyJob, worker: String, tx: JobSender) {
         let (id, w, policy) = (job.id, worker.clone(), self.policy.clone());
+        let at = std::time::Instant::now();
         match self.store.write(move |t| jobs::lease(t, id, &w, &policy, now_us())).await {
             Ok(Some(granted)) => {
                 let attempt = granted.lease.attempt;
                 let _ = self.track(id, attempt, granted.lease.deadline).await;
-                let _ = self.events.send(CoreEvent::Granted { worker: worker.clone(), job: id, attempt });
-                let payload = payload(&self.store, &granted);
-                if tx.send(Ok(payload)).await.is_err() {
+                let _ = self.events.send(CoreEvent::Granted { worker: worker.clone(), job: id, attempt, at });
+                let content_path = if granted.job.url.is_empty() { self.store.blob_path(&granted.job.blob) } else { None };
+                if tx.send(super::queue::Delivery { granted, content_path }).await.is_err() {
                     // The stream went away before the job reached it: give it back unharmed.
                     tracing::debug!(job = id, worker = %worker, "stream closed before delivery; releasing");
                     self.release(id, Some(attempt)).await;
@@ -109,6 +120,13 @@ impl Leases {
         }
     }
 
+    /// Keeps lease `attempt` of job `id` alive while the core itself holds the worker's
+    /// call (a partial waiting for its predecessor): the worker is not silent, the core is.
+    pub async fn keep_alive(&self, id: u64, attempt: u64) -> Result<(), StoreError> {
+        let policy = self.policy.clone();
+        self.store.write(move |t| jobs::keep_alive(t, id, attempt, &policy, now_us())).await
+    }
+
     /// Extends the leases `worker` holds among `items`.
     pub async fn heartbeat(&self, worker: String, items: Vec<(u64, Option<u64>)>) -> Result<(Vec<u64>, i64), StoreError> {
         let policy = self.policy.clone();
@@ -118,15 +136,15 @@ impl Leases {
     /// Accepts a validated submission; a final one makes the projection visible and
     /// hands the child jobs it created to the queue.
     pub async fn submit(&self, sub: Staged) -> Result<SubmitOutcome, StoreError> {
-        let (id, worker, policy) = (sub.job_id, sub.worker_id.clone(), self.policy.clone());
+        let (id, policy) = (sub.job_id, self.policy.clone());
         let outcome = self.store.write(move |t| submit::submit(t, sub, &policy, now_us())).await?;
         match &outcome {
-            SubmitOutcome::Accepted { finished: true, enqueued, .. } => {
+            SubmitOutcome::Accepted { finished: true, enqueued, holder, .. } => {
                 if !enqueued.is_empty() {
                     let ready = enqueued.iter().map(|c| ReadyJob { format: c.format.clone(), tenant: c.tenant.clone(), id: c.id }).collect();
                     let _ = self.queue.ready(ready).await;
                 }
-                self.ended(id, worker).await
+                self.ended(id, holder.clone()).await
             }
             SubmitOutcome::Protocol { failed, .. } => self.after_fail(id, failed).await,
             _ => {}
@@ -137,7 +155,7 @@ impl Leases {
     /// Fails lease `attempt` of job `id`; `worker` fences on the holder when given.
     pub async fn fail(&self, id: u64, worker: Option<String>, attempt: u64, failure: FailureRecord) -> Result<FailOutcome, StoreError> {
         let policy = self.policy.clone();
-        let outcome = self.store.write(move |t| jobs::fail(t, id, worker.as_deref(), attempt, failure, &policy, now_us())).await?;
+        let outcome = self.store.write(move |t| lifecycle::fail(t, id, worker.as_deref(), attempt, failure, &policy, now_us())).await?;
         self.after_fail(id, &outcome).await;
         Ok(outcome)
     }
@@ -145,7 +163,7 @@ impl Leases {
     /// Fails every job `worker` holds (its process died): the supervisor's path, which
     /// does not wait for the lease to expire. Returns the failed job ids.
     pub async fn fail_worker(&self, worker: &str, failure: FailureRecord) -> Result<Vec<u64>, StoreError> {
-        let held = self.held_by(worker)?;
+        let held = self.held_by(worker).await?;
         let mut failed = Vec::with_capacity(held.len());
         for (id, attempt) in held {
             if !matches!(self.fail(id, None, attempt, failure.clone()).await?, FailOutcome::NotCurrent(_)) {
@@ -156,14 +174,18 @@ impl Leases {
     }
 
     /// The leases `worker` holds now: (job id, lease number).
-    fn held_by(&self, worker: &str) -> Result<Vec<(u64, u64)>, StoreError> {
-        Ok(jobs::leases(&self.store.read()?)?.into_iter().filter(|l| l.3 == worker).map(|l| (l.0, l.1)).collect())
+    /// Read on the blocking pool (a redb read is blocking work).
+    async fn held_by(&self, worker: &str) -> Result<Vec<(u64, u64)>, StoreError> {
+        let (store, worker) = (self.store.clone(), worker.to_string());
+        tokio::task::spawn_blocking(move || Ok(jobs::leases(&store.read()?)?.into_iter().filter(|l| l.3 == worker).map(|l| (l.0, l.1)).collect()))
+            .await
+            .map_err(|e| StoreError::Corrupt(format!("lease read task: {e}")))?
     }
 
     /// Gives back every lease `worker` holds, without charging an attempt (it stopped
     /// cleanly with a job still in its stream).
     pub async fn release_worker(&self, worker: &str) -> Result<Vec<u64>, StoreError> {
-        let held = self.held_by(worker)?;
+        let held = self.held_by(worker).await?;
         for &(id, attempt) in &held {
             self.release(id, Some(attempt)).await;
         }
@@ -174,7 +196,7 @@ impl Leases {
     /// The holder's credit comes back only for a lease actually released: a lease that
     /// ended otherwise (cancel, expiry) already gave it back.
     pub async fn release(&self, id: u64, attempt: Option<u64>) {
-        match self.store.write(move |t| jobs::release(t, id, attempt, now_us())).await {
+        match self.store.write(move |t| lifecycle::release(t, id, attempt, now_us())).await {
             Ok(Some((rec, worker))) => {
                 let _ = self.queue.ready(vec![ReadyJob { format: rec.format, tenant: rec.tenant, id }]).await;
                 self.ended(id, worker).await;
@@ -194,67 +216,81 @@ impl Leases {
             FailOutcome::NotCurrent(_) => {}
         }
     }
+}
 
-    async fn expire(&self, id: u64, attempt: u64) {
+/// What a timer's task asks of the actor once its store work is done. Tasks answer
+/// through the actor's JoinSet, so the actor holds no sender to its own inbox.
+enum FollowUp {
+    Track { id: u64, attempt: u64, deadline: i64 },
+    Untrack { id: u64 },
+    Schedule { id: u64, due: i64 },
+}
+
+/// What a timer's task needs: the store, the policy, and whom to tell.
+#[derive(Clone)]
+struct TimerCtx {
+    store: Store,
+    policy: Arc<Policy>,
+    queue: Queue,
+    events: broadcast::Sender<CoreEvent>,
+}
+
+impl TimerCtx {
+    /// The lease ended: the holder's credit back (its expiry timer is already gone).
+    async fn ended(&self, id: u64, worker: String) {
+        let _ = self.events.send(CoreEvent::Ended { worker: worker.clone(), job: id });
+        let _ = self.queue.done(id, worker).await;
+    }
+
+    async fn expire(self, id: u64, attempt: u64) -> Vec<FollowUp> {
         let policy = self.policy.clone();
-        match self.store.write(move |t| jobs::expire(t, id, attempt, &policy, now_us())).await {
-            Ok(ExpireOutcome::Extended(deadline)) => {
-                let _ = self.track(id, attempt, deadline).await;
-            }
+        match self.store.write(move |t| lifecycle::expire(t, id, attempt, &policy, now_us())).await {
+            Ok(ExpireOutcome::Extended(deadline)) => vec![FollowUp::Track { id, attempt, deadline }],
             Ok(ExpireOutcome::Failed(outcome)) => {
                 tracing::warn!(job = id, attempt, "lease expired");
-                self.after_fail(id, &outcome).await;
+                match outcome {
+                    FailOutcome::Retrying { due, worker } => {
+                        self.ended(id, worker).await;
+                        vec![FollowUp::Untrack { id }, FollowUp::Schedule { id, due }]
+                    }
+                    FailOutcome::Dead { worker } => {
+                        self.ended(id, worker).await;
+                        vec![FollowUp::Untrack { id }]
+                    }
+                    FailOutcome::NotCurrent(_) => vec![],
+                }
             }
-            Ok(ExpireOutcome::NotCurrent) => {}
+            Ok(ExpireOutcome::NotCurrent) => vec![],
             Err(e) => {
                 tracing::error!(job = id, error = %e, "cannot expire lease; will try again");
                 tokio::time::sleep(std::time::Duration::from_secs(1)).await;
-                let _ = self.track(id, attempt, now_us()).await;
+                vec![FollowUp::Track { id, attempt, deadline: now_us() }]
             }
         }
     }
 
-    async fn due(&self, id: u64) {
+    async fn due(self, id: u64) -> Vec<FollowUp> {
         match self.store.write(move |t| jobs::due(t, id, now_us())).await {
             Ok(Some(rec)) => {
                 let _ = self.queue.ready(vec![ReadyJob { format: rec.format, tenant: rec.tenant, id }]).await;
+                vec![]
             }
-            Ok(None) => {}
+            Ok(None) => vec![],
             Err(e) => {
                 tracing::error!(job = id, error = %e, "cannot requeue job; will try again");
                 tokio::time::sleep(std::time::Duration::from_secs(1)).await;
-                let _ = self.schedule(id, now_us()).await;
+                vec![FollowUp::Schedule { id, due: now_us() }]
             }
         }
-    }
-}
-
-/// The JobPayload a worker receives: the seed's fields plus the lease number.
-fn payload(store: &Store, g: &Granted) -> JobPayload {
-    let job = &g.job;
-    let options: serde_json::Value = serde_json::from_str(&job.options_json).unwrap_or_else(|_| serde_json::json!({}));
-    let mut body = serde_json::json!({ "format": job.format, "name": job.name, "options": options });
-    if !job.url.is_empty() {
-        body["url"] = job.url.clone().into();
-    } else {
-        let path = store.blob_path(&job.blob).map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
-        body["content"] = serde_json::json!({ "blake3": job.blob, "size": job.size, "path": path });
-    }
-    JobPayload {
-        job_id: job.id.to_string(),
-        tenant_id: job.tenant.clone(),
-        organization_id: job.organization.clone(),
-        kind: job.format.clone(),
-        payload_json: body.to_string(),
-        lease_deadline: g.lease.deadline,
-        attempts: job.attempts,
-        attempt: g.lease.attempt,
     }
 }
 
 struct LeaseActor {
     rx: mpsc::Receiver<Msg>,
-    me: Leases,
+    ctx: TimerCtx,
+    /// Timer tasks (store work never runs on the actor's loop); their follow-ups come
+    /// back here. Dropped with the actor, which aborts what is still running.
+    tasks: tokio::task::JoinSet<Vec<FollowUp>>,
     /// (deadline µs, job id, lease number), earliest first.
     expiries: BTreeSet<(i64, u64, u64)>,
     /// job id → its entry in `expiries`, so an ended lease can be dropped.
@@ -275,32 +311,51 @@ impl LeaseActor {
             };
             tokio::select! {
                 msg = self.rx.recv() => match msg {
+                    Some(Msg::Shutdown { reply }) => {
+                        tracing::debug!("lease actor stopped");
+                        let _ = reply.send(());
+                        return;
+                    }
                     Some(msg) => self.handle(msg),
                     None => return,
                 },
                 () = sleep => self.fire(),
+                Some(done) = self.tasks.join_next(), if !self.tasks.is_empty() => {
+                    for f in done.unwrap_or_default() {
+                        self.follow(f);
+                    }
+                }
             }
         }
     }
 
     fn handle(&mut self, msg: Msg) {
         match msg {
-            Msg::Track { id, attempt, deadline } => {
+            Msg::Track { id, attempt, deadline } => self.follow(FollowUp::Track { id, attempt, deadline }),
+            Msg::Untrack { id } => self.follow(FollowUp::Untrack { id }),
+            Msg::Schedule { id, due } => self.follow(FollowUp::Schedule { id, due }),
+            Msg::Shutdown { .. } => {}
+            Msg::Count(reply) => {
+                let _ = reply.send((self.tracked.len(), self.retries.len()));
+            }
+        }
+    }
+
+    fn follow(&mut self, f: FollowUp) {
+        match f {
+            FollowUp::Track { id, attempt, deadline } => {
                 if let Some((d, a)) = self.tracked.insert(id, (deadline, attempt)) {
                     self.expiries.remove(&(d, id, a));
                 }
                 self.expiries.insert((deadline, id, attempt));
             }
-            Msg::Untrack { id } => {
+            FollowUp::Untrack { id } => {
                 if let Some((d, a)) = self.tracked.remove(&id) {
                     self.expiries.remove(&(d, id, a));
                 }
             }
-            Msg::Schedule { id, due } => {
+            FollowUp::Schedule { id, due } => {
                 self.retries.insert((due, id));
-            }
-            Msg::Count(reply) => {
-                let _ = reply.send((self.tracked.len(), self.retries.len()));
             }
         }
     }
@@ -315,16 +370,14 @@ impl LeaseActor {
             }
             self.expiries.pop_first();
             self.tracked.remove(&id);
-            let me = self.me.clone();
-            tokio::spawn(async move { me.expire(id, attempt).await });
+            self.tasks.spawn(self.ctx.clone().expire(id, attempt));
         }
         while let Some(&(due, id)) = self.retries.first() {
             if due > now {
                 break;
             }
             self.retries.pop_first();
-            let me = self.me.clone();
-            tokio::spawn(async move { me.due(id).await });
+            self.tasks.spawn(self.ctx.clone().due(id));
         }
     }
 }

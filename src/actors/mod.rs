@@ -1,6 +1,8 @@
 //! The actors of the core, and [`Core`], the one value that wires them to the store.
 //!
 //! - [`queue`]: the ready index in memory, `PollJobs` streams, fair dispatch.
+//! - [`pool`]: one per `[pools.NAME]`: keeps its worker processes alive and classifies their exits.
+//! - [`supervisor`]: owns the pool actors; SIGHUP reloads and the SIGTERM drain.
 //! - [`lease`]: grants, heartbeats, submissions and failures (fenced), and the
 //!   expiry and retry timers.
 //!
@@ -12,6 +14,7 @@
 pub mod lease;
 pub mod pool;
 pub mod queue;
+pub mod supervisor;
 
 use std::sync::{Arc, RwLock};
 
@@ -47,8 +50,9 @@ pub enum CoreError {
 pub enum CoreEvent {
     /// A worker opened a PollJobs stream.
     Polling { worker: String },
-    /// A worker was sent a job under lease `attempt`.
-    Granted { worker: String, job: u64, attempt: u64 },
+    /// A worker was sent a job under lease `attempt`; `at` is before the job can have
+    /// reached it (its stderr from `at` on is that job's).
+    Granted { worker: String, job: u64, attempt: u64, at: std::time::Instant },
     /// A worker's lease on a job ended (finished, failed, expired, cancelled, released).
     Ended { worker: String, job: u64 },
 }
@@ -72,7 +76,7 @@ impl Core {
     pub async fn start(config: Config) -> Result<Self, CoreError> {
         let store = Store::open_with_cache(&config.server.data_dir, config.store.max_batch, config.store.cache_mb.saturating_mul(1 << 20))?;
         let policy = Arc::new(Policy::from_config(&config));
-        let released = store.write(|t| jobs::release_all(t, now_us())).await?;
+        let released = store.write(|t| crate::lifecycle::release_all(t, now_us())).await?;
         if !released.is_empty() {
             tracing::info!(count = released.len(), "released the leases of the previous run");
         }
@@ -92,6 +96,14 @@ impl Core {
         Ok(Self { store, queue, leases, events, config: Arc::new(RwLock::new(Arc::new(config))) })
     }
 
+    /// Stops the lease and queue actors, then closes the store (its writer thread joined,
+    /// the redb file closed). Called by `serve` after the pools have stopped.
+    pub async fn shutdown(&self) {
+        self.leases.shutdown().await;
+        self.queue.shutdown().await;
+        self.store.close().await;
+    }
+
     /// The configuration in force.
     pub fn config(&self) -> Arc<Config> {
         match self.config.read() {
@@ -109,15 +121,18 @@ impl Core {
         }
     }
 
-    /// Enqueues a validated job; it is durable when this returns.
+    /// Enqueues a validated job; it is durable when this returns. A job whose
+    /// idempotency key the tenant already used is the job that key created.
     pub async fn enqueue(&self, new: NewJob) -> Result<JobRecord, CoreError> {
-        let rec = self.store.write(move |t| jobs::insert(t, new, now_us())).await?;
-        self.queue.ready(vec![ReadyJob { format: rec.format.clone(), tenant: rec.tenant.clone(), id: rec.id }]).await?;
+        let (rec, created) = self.store.write(move |t| jobs::insert_once(t, new, now_us())).await?;
+        if created {
+            self.queue.ready(vec![ReadyJob { format: rec.format.clone(), tenant: rec.tenant.clone(), id: rec.id }]).await?;
+        }
         Ok(rec)
     }
 
     pub async fn cancel(&self, id: u64, tenant: Option<String>) -> Result<JobRecord, CoreError> {
-        let c: Cancelled = self.store.write(move |t| jobs::cancel(t, id, tenant.as_deref(), now_us())).await??;
+        let c: Cancelled = self.store.write(move |t| crate::lifecycle::cancel(t, id, tenant.as_deref(), now_us())).await??;
         match c.previous {
             JobState::Queued => self.queue.remove(ReadyJob { format: c.job.format.clone(), tenant: c.job.tenant.clone(), id }).await?,
             JobState::Leased => {

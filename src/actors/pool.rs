@@ -70,7 +70,13 @@ enum Msg {
     Reload(Box<PoolConfig>),
     Stop { grace: Duration, reply: oneshot::Sender<()> },
     Status(oneshot::Sender<PoolStatus>),
-    Exited { slot: usize, generation: u64, exit: Exit },
+}
+
+/// A worker process ended: which slot, which of its processes, how.
+struct Exited {
+    slot: usize,
+    generation: u64,
+    exit: Exit,
 }
 
 /// Handle to one pool actor.
@@ -98,7 +104,7 @@ impl Pool {
             spawner,
             contact,
             rx,
-            tx: tx.clone(),
+            exits: tokio::task::JoinSet::new(),
             events,
             generation: 0,
             restarts: VecDeque::new(),
@@ -136,6 +142,9 @@ struct Proc {
     pid: u32,
     worker_id: String,
     tail: Tail,
+    /// Where the current (or last) job's stderr starts in `tail`: an exit is classified
+    /// from what the process wrote since its job was leased, not from an earlier job's log.
+    job_mark: u64,
     polling: bool,
     /// The job held: (id, lease number, since).
     job: Option<(u64, u64, Instant)>,
@@ -163,8 +172,9 @@ struct PoolActor {
     spawner: Spawner,
     contact: CoreContact,
     rx: mpsc::Receiver<Msg>,
-    /// For the waiter tasks that report exits.
-    tx: mpsc::Sender<Msg>,
+    /// One waiter per live process, resolving with its exit (the actor holds no sender
+    /// to its own inbox).
+    exits: tokio::task::JoinSet<Option<Exited>>,
     events: broadcast::Receiver<CoreEvent>,
     slots: Vec<Slot>,
     generation: u64,
@@ -188,6 +198,11 @@ impl PoolActor {
                     Some(msg) => self.handle(msg).await,
                     None => return,
                 },
+                Some(done) = self.exits.join_next(), if !self.exits.is_empty() => {
+                    if let Ok(Some(Exited { slot, generation, exit })) = done {
+                        self.on_exit(slot, generation, exit).await;
+                    }
+                }
                 ev = self.events.recv() => match ev {
                     Ok(ev) => self.on_event(ev),
                     Err(broadcast::error::RecvError::Lagged(n)) => tracing::warn!(pool = %self.name, missed = n, "lease events lagged"),
@@ -226,9 +241,10 @@ impl PoolActor {
                     self.failures_in_row = 0;
                 }
             }
-            CoreEvent::Granted { worker, job, attempt } => {
+            CoreEvent::Granted { worker, job, attempt, at } => {
                 let Some(p) = self.slot_of(&worker) else { return };
                 p.job = Some((job, attempt, Instant::now()));
+                p.job_mark = p.tail.mark_at(at);
                 if let Some(budget) = cpu_secs {
                     if let Err(e) = procfs::grant_cpu(p.pid, budget) {
                         tracing::warn!(worker = %worker, error = %e, "cannot set the per-job CPU limit");
@@ -277,7 +293,6 @@ impl PoolActor {
             Msg::Status(reply) => {
                 let _ = reply.send(self.status());
             }
-            Msg::Exited { slot, generation, exit } => self.on_exit(slot, generation, exit).await,
         }
     }
 
@@ -381,18 +396,14 @@ impl PoolActor {
         match self.spawner.spawn(spec).await {
             Ok(spawned) => {
                 tracing::info!(pool = %self.name, worker = %worker_id, pid = spawned.pid, "worker started");
-                let tx = self.tx.clone();
                 let exited = spawned.exited;
-                tokio::spawn(async move {
-                    if let Ok(exit) = exited.await {
-                        let _ = tx.send(Msg::Exited { slot: i, generation, exit }).await;
-                    }
-                });
+                self.exits.spawn(async move { exited.await.ok().map(|exit| Exited { slot: i, generation, exit }) });
                 self.slots[i].proc = Some(Proc {
                     generation,
                     pid: spawned.pid,
                     worker_id,
                     tail: spawned.stderr_tail,
+                    job_mark: 0,
                     polling: false,
                     job: None,
                     jobs_done: 0,
@@ -441,7 +452,7 @@ impl PoolActor {
         }
         let Some(p) = slot.proc.take() else { return };
         p.tail.settled().await;
-        let tail = p.tail.text();
+        let tail = p.tail.text_since(p.job_mark);
         let class = classify(exit, &tail, p.killed);
         let stopping = self.stopping.is_some();
         match class.kind {

@@ -14,10 +14,8 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 
 use tokio::sync::{broadcast, mpsc, oneshot};
-use tonic::Status;
 
 use super::{ActorGone, CoreEvent, Leases};
-use crate::proto::JobPayload;
 use crate::store::jobs;
 
 /// A queued job as the ready index knows it.
@@ -28,7 +26,15 @@ pub struct ReadyJob {
     pub id: u64,
 }
 
-pub type JobSender = mpsc::Sender<Result<JobPayload, Status>>;
+/// Where a poller's granted jobs go: the RPC layer turns each into a `JobPayload`.
+pub type JobSender = mpsc::Sender<Delivery>;
+
+/// A job granted to a poller, with where its content lives (None for a URL job).
+#[derive(Debug, Clone)]
+pub struct Delivery {
+    pub granted: crate::store::jobs::Granted,
+    pub content_path: Option<std::path::PathBuf>,
+}
 
 pub(super) struct QueueInbox(mpsc::Receiver<Msg>);
 
@@ -43,6 +49,8 @@ enum Msg {
     /// The worker is being stopped: lease it nothing more.
     Retire(String),
     Snapshot(oneshot::Sender<QueueSnapshot>),
+    /// Stop: the open streams end (their senders drop with the actor).
+    Shutdown { reply: oneshot::Sender<()> },
 }
 
 /// What `status` shows of the queue actor.
@@ -124,6 +132,14 @@ impl Queue {
         Ok(())
     }
 
+    /// Stops the actor; resolves once it has.
+    pub async fn shutdown(&self) {
+        let (reply, rx) = oneshot::channel();
+        if self.send(Msg::Shutdown { reply }).await.is_ok() {
+            let _ = rx.await;
+        }
+    }
+
     pub async fn snapshot(&self) -> Result<QueueSnapshot, ActorGone> {
         let (reply, rx) = oneshot::channel();
         self.send(Msg::Snapshot(reply)).await?;
@@ -203,9 +219,14 @@ struct QueueActor {
 impl QueueActor {
     async fn run(mut self) {
         while let Some(msg) = self.rx.recv().await {
-            self.handle(msg);
-            // Drain whatever else is waiting before dispatching once.
-            while let Ok(msg) = self.rx.try_recv() {
+            let mut next = Some(msg);
+            // Handle whatever else is waiting before dispatching once.
+            while let Some(msg) = next.take().or_else(|| self.rx.try_recv().ok()) {
+                if let Msg::Shutdown { reply } = msg {
+                    tracing::debug!("queue actor stopped");
+                    let _ = reply.send(());
+                    return;
+                }
                 self.handle(msg);
             }
             self.dispatch();
@@ -251,6 +272,7 @@ impl QueueActor {
                     p.max_in_flight = 0;
                 }
             }
+            Msg::Shutdown { .. } => {}
             Msg::Snapshot(reply) => {
                 let pollers = self
                     .pollers

@@ -180,8 +180,16 @@ pub async fn ingest(g: &Global, args: IngestArgs) -> Result<ExitCode> {
     let options = options_json(&args.options)?;
     let plan = plan_inputs(g, &args.inputs, args.format.as_ref())?;
     let mut client = Client::connect(g).await?;
+    warn_unserved(&mut client, plan.iter().map(|p| p.1.as_str()), args.wait).await;
+    // One key per input per invocation: a submission retried after UNAVAILABLE (the
+    // server may have committed before it went away) returns the job it made.
+    let invocation = {
+        let mut bytes = [0u8; 12];
+        getrandom::fill(&mut bytes).map_err(|e| anyhow!("cannot draw an idempotency key: {e}"))?;
+        hex::encode(bytes)
+    };
     let mut jobs = Vec::new();
-    for (name, format, path) in plan {
+    for (i, (name, format, path)) in plan.into_iter().enumerate() {
         let header = SubmitHeader {
             tenant_id: args.tenant.clone(),
             organization_id: args.organization.clone(),
@@ -189,8 +197,9 @@ pub async fn ingest(g: &Global, args: IngestArgs) -> Result<ExitCode> {
             url: if path.is_none() { name.clone() } else { String::new() },
             name,
             options_json: options.clone(),
+            idempotency_key: format!("cli-{invocation}-{i}"),
         };
-        let job = submit(&mut client, header, path.as_deref()).await?;
+        let job = submit_retrying(&mut client, header, path.as_deref()).await?;
         jobs.push(job);
     }
     let mut code = ExitCode::SUCCESS;
@@ -214,13 +223,69 @@ pub async fn ingest(g: &Global, args: IngestArgs) -> Result<ExitCode> {
     Ok(code)
 }
 
+/// Says so on stderr when no pool of the server serves a format and no worker polls for
+/// it: such a job waits until a worker that declares the format connects.
+async fn warn_unserved<'a>(client: &mut Client, formats: impl Iterator<Item = &'a str>, wait: bool) {
+    let Ok(status) = client.ingest.get_status(GetStatusRequest {}).await.map(|r| r.into_inner()) else { return };
+    let served = |f: &str| status.pools.iter().any(|p| p.formats.iter().any(|x| x == f)) || status.pollers.iter().any(|p| p.formats.iter().any(|x| x == f));
+    let mut told = std::collections::BTreeSet::new();
+    for f in formats.filter(|f| !served(f)) {
+        if told.insert(f.to_string()) {
+            eprintln!("telha: no pool of this server serves format {f:?} and no worker polls for it: its jobs wait until a worker that declares {f:?} connects");
+            if wait {
+                eprintln!("telha: --wait may wait forever for those jobs (Ctrl-C stops waiting; the jobs stay queued)");
+            }
+        }
+    }
+}
+
+/// Attempts of one submission while the server answers UNAVAILABLE.
+const SUBMIT_ATTEMPTS: u32 = 5;
+
+/// [`submit`], again on UNAVAILABLE (with the header's idempotency key, so a retry of a
+/// submission the server did commit returns that job), up to [`SUBMIT_ATTEMPTS`] times.
+async fn submit_retrying(client: &mut Client, header: SubmitHeader, path: Option<&Path>) -> Result<Job> {
+    let mut attempt = 1;
+    loop {
+        match try_submit(client, header.clone(), path).await {
+            Err(SubmitError::Status(s)) if s.code() == tonic::Code::Unavailable && attempt < SUBMIT_ATTEMPTS => {
+                tracing::warn!(attempt, error = %s.message(), "the server is unavailable; submitting again");
+                tokio::time::sleep(std::time::Duration::from_millis(200 << attempt)).await;
+                attempt += 1;
+            }
+            other => return other.map_err(|e| e.into_anyhow(&header, path)),
+        }
+    }
+}
+
+/// Why one submission failed: the server's answer, or something on our side.
+enum SubmitError {
+    Status(tonic::Status),
+    Local(anyhow::Error),
+}
+
+impl SubmitError {
+    fn into_anyhow(self, header: &SubmitHeader, path: Option<&Path>) -> anyhow::Error {
+        match self {
+            Self::Local(e) => e,
+            Self::Status(s) => anyhow!("{}: {}", path.map(|p| p.display().to_string()).unwrap_or_else(|| header.url.clone()), s.message()),
+        }
+    }
+}
+
 pub(super) async fn submit(client: &mut Client, header: SubmitHeader, path: Option<&Path>) -> Result<Job> {
+    let h = header.clone();
+    try_submit(client, header, path).await.map_err(|e| e.into_anyhow(&h, path))
+}
+
+async fn try_submit(client: &mut Client, header: SubmitHeader, path: Option<&Path>) -> Result<Job, SubmitError> {
+    let local = SubmitError::Local;
     let (tx, rx) = tokio::sync::mpsc::channel::<SubmitJobRequest>(4);
     let send = tx.clone();
     let label = path.map(|p| p.display().to_string()).unwrap_or_else(|| header.url.clone());
-    send.send(SubmitJobRequest { part: Some(Part::Header(header)) }).await.map_err(|_| anyhow!("submit stream closed"))?;
+    send.send(SubmitJobRequest { part: Some(Part::Header(header)) }).await.map_err(|_| local(anyhow!("submit stream closed")))?;
     let reader = match path {
-        Some(p) => Some(tokio::fs::File::open(p).await.with_context(|| format!("{}: cannot open", p.display()))?),
+        Some(p) => Some(tokio::fs::File::open(p).await.with_context(|| format!("{}: cannot open", p.display())).map_err(local)?),
         None => None,
     };
     drop(tx);
@@ -239,8 +304,8 @@ pub(super) async fn submit(client: &mut Client, header: SubmitHeader, path: Opti
         }
         Ok::<_, std::io::Error>(())
     });
-    let job = client.ingest.submit_job(tokio_stream::wrappers::ReceiverStream::new(rx)).await.map_err(|e| anyhow!("{label}: {}", e.message()))?.into_inner();
-    feeder.await.map_err(|e| anyhow!("{e}"))?.with_context(|| format!("{label}: read error"))?;
+    let job = client.ingest.submit_job(tokio_stream::wrappers::ReceiverStream::new(rx)).await.map_err(SubmitError::Status)?.into_inner();
+    feeder.await.map_err(|e| local(anyhow!("{e}")))?.with_context(|| format!("{label}: read error")).map_err(local)?;
     Ok(job)
 }
 

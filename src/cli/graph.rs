@@ -102,8 +102,21 @@ const TEXT_PREVIEW: usize = 2000;
 
 pub async fn graph(g: &Global, args: GraphArgs) -> Result<ExitCode> {
     let mut client = Client::connect(g).await?;
-    let req = GetProjectionRequest { job_id: args.id, tenant_id: args.tenant.unwrap_or_default(), max_items: 0 };
-    let p = client.ingest.get_projection(req).await.map_err(status_err)?.into_inner();
+    let req = GetProjectionRequest { job_id: args.id, tenant_id: args.tenant.unwrap_or_default(), max_items: args.page_items, skip: 0 };
+    let mut p = client.ingest.get_projection(req.clone()).await.map_err(status_err)?.into_inner();
+    if args.all {
+        // Each page holds the next `page_items` entries of every list that has more.
+        let mut skip = 0u64;
+        while p.truncated {
+            skip += u64::from(args.page_items);
+            let next = client.ingest.get_projection(GetProjectionRequest { skip, ..req.clone() }).await.map_err(status_err)?.into_inner();
+            p.spans.extend(next.spans);
+            p.nodes.extend(next.nodes);
+            p.relationships.extend(next.relationships);
+            p.ambiguities.extend(next.ambiguities);
+            p.truncated = next.truncated;
+        }
+    }
     if g.json {
         super::render::print_json(&projection_json(&p));
         return Ok(ExitCode::SUCCESS);
@@ -122,7 +135,7 @@ pub async fn graph(g: &Global, args: GraphArgs) -> Result<ExitCode> {
         println!("  ambiguity {} on {}: {}", a.kind, a.node_id, labels.join(" | "));
     }
     if p.truncated {
-        println!("  (lists cut at 100000 entries)");
+        println!("  (lists cut at {} entries: --all pages through them)", args.page_items);
     }
     Ok(ExitCode::SUCCESS)
 }

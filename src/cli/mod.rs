@@ -1,6 +1,7 @@
 //! The `telha` command line (DESIGN.md §7). Client commands talk to a running
 //! server over gRPC; `serve` runs one.
 
+mod check;
 mod client;
 mod graph;
 mod render;
@@ -59,6 +60,12 @@ pub enum Command {
     Ambiguities(AmbiguitiesArgs),
     /// Queue depth per format and state, and the workers polling.
     Status,
+    /// Check wire submissions offline with the core's validator: each file holds one job's
+    /// submissions as a JSON array (a golden file) or one submission. One JSON line per file.
+    Check {
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -123,6 +130,12 @@ pub struct GraphArgs {
     /// Only if the job belongs to this tenant.
     #[arg(long)]
     pub tenant: Option<String>,
+    /// Every entry: page through lists longer than one read's --page-items.
+    #[arg(long)]
+    pub all: bool,
+    /// Most spans, nodes, relationships and ambiguities per read.
+    #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub page_items: u32,
 }
 
 #[derive(Debug, Args)]
@@ -158,6 +171,7 @@ pub async fn run(cli: Cli) -> ExitCode {
         Command::Graph(args) => graph::graph(&cli.global, args).await,
         Command::Node(args) => graph::node(&cli.global, args).await,
         Command::Ambiguities(args) => graph::ambiguities(&cli.global, args).await,
+        Command::Check { files } => check::check(&cli.global, &files),
     };
     match result {
         Ok(code) => code,

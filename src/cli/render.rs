@@ -93,6 +93,16 @@ pub fn job_text(j: &Job) {
     }
 }
 
+/// Formats with queued jobs that no open poller declares: they wait for a worker that
+/// may never come. (format, queued count)
+pub fn unserved(s: &Status) -> Vec<(String, u64)> {
+    s.queue
+        .iter()
+        .filter(|d| d.state == "queued" && d.count > 0 && !s.pollers.iter().any(|p| p.formats.contains(&d.format)))
+        .map(|d| (d.format.clone(), d.count))
+        .collect()
+}
+
 pub fn status_json(s: &Status) -> Value {
     let mut queue: Map<String, Value> = Map::new();
     for d in &s.queue {
@@ -102,6 +112,7 @@ pub fn status_json(s: &Status) -> Value {
     json!({
         "queue": queue,
         "known_formats": s.known_formats,
+        "unserved": unserved(s).into_iter().map(|(f, n)| json!({"format": f, "queued": n})).collect::<Vec<_>>(),
         "pollers": s.pollers.iter().map(|p| json!({"worker_id": p.worker_id, "formats": p.formats, "in_flight": p.in_flight})).collect::<Vec<_>>(),
         "pools": s.pools.iter().map(|p| json!({
             "name": p.name,
@@ -148,6 +159,9 @@ pub fn status_text(s: &Status) {
     println!("{:<14}  {:<10}  {:>8}", "FORMAT", "STATE", "JOBS");
     for d in &s.queue {
         println!("{:<14}  {:<10}  {:>8}", d.format, d.state, d.count);
+    }
+    for (format, n) in unserved(s) {
+        println!("unserved: {format} has {n} queued job(s) and no worker polls for it");
     }
     println!();
     println!("{} worker(s) polling", s.pollers.len());

@@ -88,6 +88,7 @@ pub async fn run(g: &Global, args: RunArgs) -> Result<ExitCode> {
             format,
             name,
             options_json: options.clone(),
+            idempotency_key: String::new(),
         };
         let job = submit(&mut client, header, path.as_deref()).await?;
         first_id = first_id.min(job.id.parse().unwrap_or(u64::MAX));

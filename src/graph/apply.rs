@@ -17,13 +17,12 @@
 //! row it wrote early is deleted in the transaction that ends it ([`reclaim`]).
 //!
 //! The final commit also computes the submission hash (blake3 over the hex blake3 of
-//! each submission, in `seq` order), checks the content hash (a recrawl whose hash
+//! each submission, in `seq` order, core ids as positions: [`super::positions`]), checks the content hash (a recrawl whose hash
 //! equals the stored one projects nothing and is marked `unchanged`) and creates or
 //! links child jobs.
 use prost::Message;
 use redb::{ReadableTable, Table, WriteTransaction};
 
-use super::submit::NewChild;
 use super::wire::{self, Interval, Relationship, Submission};
 use crate::store::jobs::{self, NewJob};
 use crate::store::records::*;
@@ -89,14 +88,25 @@ pub struct Encoded {
 }
 
 impl Encoded {
-    pub fn of(sub: &Submission) -> Self {
-        fn text(raw: Option<&serde_json::value::RawValue>) -> String {
-            // Text the parser already accepted as a JSON object: parsing it again and
-            // serializing the map (keys sorted) cannot fail.
-            let canonical = |raw: &serde_json::value::RawValue| serde_json::from_str::<serde_json::Value>(raw.get()).and_then(|v| serde_json::to_string(&v));
-            raw.map_or_else(|| "{}".to_string(), |raw| canonical(raw).unwrap_or_else(|_| "{}".to_string()))
+    /// The canonical text of every node's and relationship's properties. A value that
+    /// JSON text allows but the store cannot keep exactly (a number past float64's
+    /// range, nesting deeper than 128 levels) is refused with its path, never dropped.
+    pub fn of(sub: &Submission) -> Result<Self, wire::WireError> {
+        fn text(path: String, raw: Option<&serde_json::value::RawValue>) -> Result<String, wire::WireError> {
+            let Some(raw) = raw else { return Ok("{}".to_string()) };
+            let mut de = serde_json::Deserializer::from_str(raw.get());
+            let value: serde_json::Value = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+                let inner = e.path().to_string();
+                let at = if inner == "." { path.clone() } else { format!("{path}.{inner}") };
+                let msg = e.into_inner().to_string();
+                let msg = msg.rfind(" at line ").map_or(msg.as_str(), |i| &msg[..i]).to_string();
+                wire::WireError::field(at, format!("{msg}: the store keeps properties exactly, so this value is refused"))
+            })?;
+            serde_json::to_string(&value).map_err(|e| wire::WireError::field(path, e.to_string()))
         }
-        Self { nodes: sub.nodes.iter().map(|n| text(n.properties.as_deref())).collect(), edges: sub.relationships.iter().map(|r| text(r.properties.as_deref())).collect() }
+        let nodes = sub.nodes.iter().enumerate().map(|(i, n)| text(format!("nodes[{i}].properties"), n.properties.as_deref())).collect::<Result<_, _>>()?;
+        let edges = sub.relationships.iter().enumerate().map(|(i, r)| text(format!("relationships[{i}].properties"), r.properties.as_deref())).collect::<Result<_, _>>()?;
+        Ok(Self { nodes, edges })
     }
 }
 
@@ -120,7 +130,8 @@ pub fn apply_partial(txn: &WriteTransaction, rec: &JobRecord, attempt: u64, part
 /// The final submission, as accepted.
 pub struct Final<'a> {
     pub sub: &'a Submission,
-    pub result_json: &'a [u8],
+    /// The final submission's hash as the submission hash chains it ([`super::positions`]).
+    pub position_hash: &'a str,
     pub node_ids: &'a [String],
     pub props: &'a Encoded,
     pub child_blobs: &'a [String],
@@ -132,10 +143,18 @@ pub struct Final<'a> {
 pub struct Done {
     /// Nodes the job projected (all its submissions'; none when `unchanged`).
     pub nodes: u64,
-    /// blake3 over the hex blake3 of every submission, in `seq` order.
+    /// blake3 over the hex blake3 of every submission (core ids as positions), in `seq` order.
     pub submission_hash: String,
     pub unchanged: bool,
     pub enqueued: Vec<NewChild>,
+}
+
+/// A job created by a final submission, for the queue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewChild {
+    pub id: u64,
+    pub format: String,
+    pub tenant: String,
 }
 
 /// A child job requested by a submission.
@@ -179,8 +198,8 @@ pub fn finalize(tx: &mut Tx<'_>, rec: &mut JobRecord, attempt: u64, fin: Final<'
     let mut children = Vec::new();
     let mut bases = Bases::default();
     for k in 0..seq {
-        let staged = super::submit::record(txn, (rec.id, attempt, k))?.ok_or_else(|| corrupt(format!("job {} lease {attempt}: staged seq {k} is missing", rec.id)))?;
-        chain.update(staged.result_hash.as_bytes());
+        let staged = jobs::submission_record(txn, (rec.id, attempt, k))?.ok_or_else(|| corrupt(format!("job {} lease {attempt}: staged seq {k} is missing", rec.id)))?;
+        chain.update(if staged.position_hash.is_empty() { staged.result_hash.as_bytes() } else { staged.position_hash.as_bytes() });
         if !unchanged && !staged.result_json.is_empty() {
             let sub = wire::parse(&staged.result_json).map_err(|e| corrupt(format!("job {} staged seq {k} no longer parses: {e}", rec.id)))?;
             if has_graph(&sub) {
@@ -188,13 +207,15 @@ pub fn finalize(tx: &mut Tx<'_>, rec: &mut JobRecord, attempt: u64, fin: Final<'
                     Some(p) => p,
                     None => proj.insert(Projector::open(txn, rec.id, &tenant, attempt, now)?),
                 };
-                p.apply(&sub, &staged.node_ids, &Encoded::of(&sub), bases, Pass::Deferred, &staged.deferred_edges)?;
+                let props = Encoded::of(&sub).map_err(|e| corrupt(format!("job {} staged seq {k}: {e}", rec.id)))?;
+                p.apply(&sub, &staged.node_ids, &props, bases, Pass::Deferred, &staged.deferred_edges)?;
             }
             collect_children(&sub, &staged.child_blobs, &mut children);
         }
         bases = Bases::after_record(&staged);
     }
-    chain.update(blake3::hash(fin.result_json).to_hex().as_bytes());
+    chain.update(fin.position_hash.as_bytes());
+    super::positions::drop_runs(txn, rec.id, attempt)?;
     if unchanged {
         // Nothing of this attempt is projected: drop what its partials wrote early.
         reclaim(txn, rec.id, &tenant, attempt)?;
@@ -222,6 +243,7 @@ pub fn finalize(tx: &mut Tx<'_>, rec: &mut JobRecord, attempt: u64, fin: Final<'
 /// transaction that ends the attempt without a final (and for an `unchanged` one).
 pub fn reclaim(txn: &WriteTransaction, job: u64, tenant: &str, attempt: u64) -> Result<(), StoreError> {
     txn.open_table(SUBMISSIONS)?.retain_in((job, attempt, 0)..=(job, attempt, u32::MAX), |_, _| false)?;
+    super::positions::drop_runs(txn, job, attempt)?;
     let ours = |j: u64, a: u64| j == job && a == attempt;
 
     {
@@ -313,7 +335,7 @@ fn link_children(tx: &mut Tx<'_>, parent: &mut JobRecord, children: Vec<ChildSpe
                     (None, Some(url)) => (String::new(), 0, url.to_string()),
                     (None, None) => (blake3::hash(b"").to_hex().to_string(), 0, String::new()),
                 };
-                let new = NewJob { tenant: parent.tenant.clone(), organization: parent.organization.clone(), format: c.format, name: c.name, options_json: c.options_json, url, blob, size };
+                let new = NewJob { tenant: parent.tenant.clone(), organization: parent.organization.clone(), format: c.format, name: c.name, options_json: c.options_json, url, blob, size, idempotency_key: String::new() };
                 let mut child = jobs::insert(tx, new, now)?;
                 child.parents.push(parent.id);
                 jobs::save(tx, Some(JobState::Queued), &child, now)?;

@@ -2,13 +2,11 @@
 //!
 //! - [`wire`]: the wire submission (`result_json` v1) as strict Rust types.
 //! - [`validate`]: every rule a submission must pass before any of it is applied.
-//! - [`submit`]: accepting submissions (fenced, `seq`-ordered, idempotent); each
-//!   partial is applied in the commit that accepts it, and the final submission's
-//!   commit makes the job's projection visible.
 //! - [`apply`]: what each commit writes to the tenant's graph (nodes and versions,
 //!   edges, spans, text, ambiguities), what a partial defers to the final commit,
 //!   child jobs, the source's content hash, and the reclaim of an attempt that ends
 //!   without its final.
+//! - [`positions`]: the submission hash's view of a submission (core ids as positions).
 //! - [`read`]: a job's projection, a node with its versions and edges, ambiguities.
 //!
 //! Node ids. A node without a worker-given id gets a core-assigned id `n<decimal>`
@@ -24,14 +22,11 @@
 //! deleted with it.
 
 pub mod apply;
+pub mod positions;
 pub mod read;
-pub mod submit;
 pub mod validate;
 pub mod wire;
 
-use redb::WriteTransaction;
-
-use crate::store::tables::*;
 use crate::store::StoreError;
 
 /// Errors of graph reads. (Malformed submissions are [`wire::WireError`]; storage
@@ -56,18 +51,3 @@ macro_rules! graph_store_error_from {
     )*};
 }
 graph_store_error_from!(redb::StorageError, redb::TableError, prost::DecodeError);
-
-/// Creates every graph table (so read transactions never meet a missing one).
-pub fn create_tables(txn: &WriteTransaction) -> Result<(), StoreError> {
-    txn.open_table(NODE_VERSIONS)?;
-    txn.open_table(EDGES_OUT)?;
-    txn.open_table(EDGES_IN)?;
-    txn.open_table(JOB_NODES)?;
-    txn.open_table(JOB_EDGES)?;
-    txn.open_table(JOB_SPANS)?;
-    txn.open_table(JOB_TEXT)?;
-    txn.open_table(AMBIGUITIES)?;
-    txn.open_table(CHILD_NAMES)?;
-    txn.open_table(CONTENT_HASHES)?;
-    Ok(())
-}

@@ -104,7 +104,8 @@ impl View {
 }
 
 /// A finished job's projection. `tenant`, when given, must be the job's tenant.
-pub fn projection(txn: &ReadTransaction, job: u64, tenant: Option<&str>, max_items: usize) -> Result<Projection, GraphError> {
+/// Each list starts after its first `skip` entries (paging); the text comes only with `skip` 0.
+pub fn projection(txn: &ReadTransaction, job: u64, tenant: Option<&str>, max_items: usize, skip: u64) -> Result<Projection, GraphError> {
     let rec = match txn.open_table(JOBS)?.get(job)? {
         Some(b) => JobRecord::decode(b.value())?,
         None => return Err(GraphError::NoJob(job)),
@@ -119,18 +120,21 @@ pub fn projection(txn: &ReadTransaction, job: u64, tenant: Option<&str>, max_ite
     let t = rec.tenant.clone();
     let mut truncated = false;
     let mut text = Vec::new();
-    for e in txn.open_table(JOB_TEXT)?.range((job, 0)..=(job, u32::MAX))? {
-        text.extend_from_slice(e?.1.value());
+    if skip == 0 {
+        for e in txn.open_table(JOB_TEXT)?.range((job, 0)..=(job, u32::MAX))? {
+            text.extend_from_slice(e?.1.value());
+        }
     }
+    let page = Page { skip, max: max_items };
     let text = String::from_utf8(text).map_err(|e| crate::store::StoreError::Corrupt(format!("text of job {job}: {e}")))?;
     let mut spans = Vec::new();
-    truncated |= each_chunk(txn, JOB_SPANS, job, max_items, |c: SpanRecords| c.spans, |s| {
+    truncated |= each_chunk(txn, JOB_SPANS, job, page, |c: SpanRecords| c.spans, |s| {
         spans.push(s);
         Ok(())
     })?;
     let mut view = View::open(txn)?;
     let mut nodes = Vec::new();
-    truncated |= each_chunk(txn, JOB_NODES, job, max_items, |c: ProjectedNodes| c.nodes, |p| {
+    truncated |= each_chunk(txn, JOB_NODES, job, page, |c: ProjectedNodes| c.nodes, |p| {
         let v = match view.versions.get((t.as_str(), p.node_id.as_str(), p.version))? {
             Some(b) => NodeVersionRecord::decode(b.value())?,
             None => return Err(crate::store::StoreError::Corrupt(format!("job {job} names version {} of node {:?}, which is missing", p.version, p.node_id)).into()),
@@ -139,34 +143,47 @@ pub fn projection(txn: &ReadTransaction, job: u64, tenant: Option<&str>, max_ite
         Ok(())
     })?;
     let mut relationships = Vec::new();
-    truncated |= each_chunk(txn, JOB_EDGES, job, max_items, |c: ProjectedEdges| c.edges, |p| {
+    truncated |= each_chunk(txn, JOB_EDGES, job, page, |c: ProjectedEdges| c.edges, |p| {
         let from_dangling = !view.exists(&t, &p.from_id)?;
         let to_dangling = !view.exists(&t, &p.to_id)?;
         relationships.push(EdgeView { kind: p.kind, from_id: p.from_id, to_id: p.to_id, properties_json: p.properties_json, from_dangling, to_dangling });
         Ok(())
     })?;
-    let (ambiguities, more) = list_ambiguities(txn, &t, Some(job), None, max_items)?;
+    let after = skip.checked_sub(1).map(|i| (job, u32::try_from(i).unwrap_or(u32::MAX)));
+    let (ambiguities, more) = list_ambiguities(txn, &t, Some(job), after, max_items)?;
     truncated |= more.is_some();
     Ok(Projection { job: rec, text, spans, nodes, relationships, ambiguities, truncated })
 }
 
+/// Which entries of each list one read returns.
+#[derive(Debug, Clone, Copy)]
+struct Page {
+    skip: u64,
+    max: usize,
+}
+
 /// Calls `each` on the items of `job`'s per-submission records in `table`, in order,
-/// for at most `max_items` of them; returns whether there were more.
+/// after the page's first `skip` and for at most `max` of them; returns whether there
+/// were more.
 fn each_chunk<C: Message + Default, T>(
     txn: &ReadTransaction,
     table: redb::TableDefinition<(u64, u32), &[u8]>,
     job: u64,
-    max_items: usize,
+    page: Page,
     items: impl Fn(C) -> Vec<T>,
     mut each: impl FnMut(T) -> Result<(), GraphError>,
 ) -> Result<bool, GraphError> {
-    let mut seen = 0;
+    let (mut skipped, mut taken) = (0u64, 0usize);
     for e in txn.open_table(table)?.range((job, 0)..=(job, u32::MAX))? {
         for item in items(C::decode(e?.1.value())?) {
-            if seen >= max_items {
+            if skipped < page.skip {
+                skipped += 1;
+                continue;
+            }
+            if taken >= page.max {
                 return Ok(true);
             }
-            seen += 1;
+            taken += 1;
             each(item)?;
         }
     }

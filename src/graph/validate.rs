@@ -10,37 +10,15 @@ use serde_json::Value;
 
 use super::wire::{Interval, Submission, WireError};
 
-/// Per-submission limits, from `[graph]` in supervisor.toml.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct Caps {
-    pub max_text_bytes: usize,
-    pub max_spans: usize,
-    pub max_nodes: usize,
-    pub max_relationships: usize,
-    pub max_child_jobs: usize,
-    pub max_ambiguities: usize,
-}
+/// Per-submission limits: `[graph]` in supervisor.toml (the config owns them and their defaults).
+pub use crate::config::GraphCaps as Caps;
 
-impl Default for Caps {
-    fn default() -> Self {
-        Self {
-            max_text_bytes: 32 * 1024 * 1024,
-            max_spans: 200_000,
-            max_nodes: 100_000,
-            max_relationships: 200_000,
-            max_child_jobs: 10_000,
-            max_ambiguities: 10_000,
-        }
-    }
-}
-
-/// Longest node id, worker-given or referenced.
-pub const MAX_NODE_ID_BYTES: usize = 512;
-/// Longest label, edge type, span kind or ambiguity kind.
-pub const MAX_IDENT_BYTES: usize = 128;
-/// Longest child job name (as for client-submitted jobs).
-pub const MAX_CHILD_NAME_BYTES: usize = 4096;
+/// Longest node id, worker-given or referenced (rules.json).
+pub const MAX_NODE_ID_BYTES: usize = crate::rules::MAX_NODE_ID_BYTES;
+/// Longest label, edge type, span kind or ambiguity kind (rules.json).
+pub const MAX_IDENT_BYTES: usize = crate::rules::MAX_IDENT_BYTES;
+/// Longest child job name, as for client-submitted jobs (rules.json).
+pub const MAX_CHILD_NAME_BYTES: usize = crate::rules::MAX_CHILD_NAME_BYTES;
 
 /// What validation produced beyond "valid": the decoded content of each child job.
 #[derive(Debug, Default)]
@@ -48,13 +26,14 @@ pub struct Checked {
     pub child_contents: Vec<Option<Vec<u8>>>,
 }
 
-/// Whether `id` has the form the core uses for the ids it assigns (`n<decimal>`);
+/// Whether `id` has the form the core uses for the ids it assigns (`n<decimal>`,
+/// rules.json `core_id_pattern`);
 /// workers may reference such ids but not give them.
 pub fn is_core_id(id: &str) -> bool {
     id.len() > 1 && id.starts_with('n') && id[1..].bytes().all(|b| b.is_ascii_digit())
 }
 
-/// `[A-Za-z][A-Za-z0-9_]*`, at most [`MAX_IDENT_BYTES`].
+/// rules.json `identifier_pattern` (`[A-Za-z][A-Za-z0-9_]*`), at most [`MAX_IDENT_BYTES`].
 pub fn is_identifier(s: &str) -> bool {
     let mut b = s.bytes();
     s.len() <= MAX_IDENT_BYTES && b.next().is_some_and(|c| c.is_ascii_alphabetic()) && b.all(|c| c.is_ascii_alphanumeric() || c == b'_')
@@ -134,6 +113,9 @@ pub fn validate(sub: &Submission, base: u64, caps: &Caps, formats: &BTreeSet<Str
         if s.start > s.end {
             return Err(WireError::field(path, format!("start {} is after end {}", s.start, s.end)));
         }
+        if s.start == s.end && !crate::rules::SPANS_MAY_BE_EMPTY {
+            return Err(WireError::field(path, format!("[{}, {}) is empty: a span covers at least one byte", s.start, s.end)));
+        }
         if s.start < base || s.end > end_of_text {
             return Err(WireError::field(path, format!("[{}, {}) is outside this submission's text [{base}, {end_of_text})", s.start, s.end)));
         }
@@ -150,11 +132,15 @@ pub fn validate(sub: &Submission, base: u64, caps: &Caps, formats: &BTreeSet<Str
         if n.labels.is_empty() {
             return Err(WireError::field(format!("nodes[{i}].labels"), "a node needs at least one label"));
         }
+        if n.labels.len() > caps.max_labels_per_node {
+            return Err(WireError::field(format!("nodes[{i}].labels"), format!("{} is over the limit of {} per node ([graph].max_labels_per_node)", n.labels.len(), caps.max_labels_per_node)));
+        }
+        let mut seen: HashSet<&str> = HashSet::with_capacity(n.labels.len());
         for (j, l) in n.labels.iter().enumerate() {
             if !is_identifier(l) {
                 return Err(WireError::field(format!("nodes[{i}].labels[{j}]"), format!("{:?} is not an identifier ([A-Za-z][A-Za-z0-9_]*, at most {MAX_IDENT_BYTES} bytes)", short(l))));
             }
-            if n.labels[..j].contains(l) {
+            if !seen.insert(l) {
                 return Err(WireError::field(format!("nodes[{i}].labels[{j}]"), format!("duplicate label {l:?}")));
             }
         }
@@ -270,7 +256,7 @@ mod tests {
 
     #[test]
     fn valid_submissions_pass() {
-        check(r#"{"v":1,"canonicalText":"héllo","spans":[{"start":0,"end":6},{"start":6,"end":6}],"nodes":[{"labels":["A","B_2"],"spanRefs":[0,1],"id":"x:1"}],"relationships":[{"type":"R","fromRef":0,"toId":"n12"}]}"#, 0).unwrap();
+        check(r#"{"v":1,"canonicalText":"héllo!","spans":[{"start":0,"end":6},{"start":6,"end":7}],"nodes":[{"labels":["A","B_2"],"spanRefs":[0,1],"id":"x:1"}],"relationships":[{"type":"R","fromRef":0,"toId":"n12"}]}"#, 0).unwrap();
         // A partial's offsets are global: its slice starts at `base`.
         check(r#"{"v":1,"seq":1,"canonicalText":"ab","spans":[{"start":10,"end":12}]}"#, 10).unwrap();
         let c = check(r#"{"v":1,"childJobs":[{"format":"txt","name":"a","contentB64":"aGk="},{"format":"txt","name":"b"}]}"#, 0).unwrap();
@@ -282,6 +268,7 @@ mod tests {
         let cases = [
             (r#"{"v":1,"canonicalText":"ab","spans":[{"start":2,"end":1}]}"#, "spans[0]: start 2 is after end 1"),
             (r#"{"v":1,"canonicalText":"ab","spans":[{"start":0,"end":3}]}"#, "spans[0]: [0, 3) is outside"),
+            (r#"{"v":1,"canonicalText":"ab","spans":[{"start":1,"end":1}]}"#, "spans[0]: [1, 1) is empty"),
             (r#"{"v":1,"canonicalText":"é","spans":[{"start":0,"end":1}]}"#, "spans[0]: [0, 1) does not fall on UTF-8"),
             (r#"{"v":1,"nodes":[{"labels":[]}]}"#, "nodes[0].labels: a node needs"),
             (r#"{"v":1,"nodes":[{"labels":["9x"]}]}"#, "nodes[0].labels[0]: \"9x\" is not an identifier"),

@@ -2,12 +2,12 @@
 //! keys, wrong types and missing required fields are refused with the JSON path of
 //! the offending value (`nodes[3].labels[0]: …`). Parsing says nothing about
 //! offsets, refs or sizes; [`super::validate`] checks those before anything is applied.
+use serde::de::{Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-/// Largest `result_json` accepted in one submission (also the gRPC decoding limit).
-pub const MAX_SUBMISSION_BYTES: usize = 64 * 1024 * 1024;
+pub use crate::config::MAX_SUBMISSION_BYTES;
 
 /// Why a submission is malformed. The message names the field.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -44,19 +44,19 @@ pub struct Submission {
     /// Only this partial's slice of the canonical text.
     #[serde(default)]
     pub canonical_text: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "objects")]
     pub spans: Vec<Span>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "objects")]
     pub nodes: Vec<Node>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "objects")]
     pub relationships: Vec<Relationship>,
     #[serde(default)]
     pub stats: Option<Map<String, Value>>,
     #[serde(default)]
     pub content_hash: Option<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "objects")]
     pub child_jobs: Vec<ChildJob>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "objects")]
     pub ambiguities: Vec<Ambiguity>,
 }
 
@@ -84,7 +84,7 @@ pub struct Node {
     /// A worker-given deterministic id: the node upserts on it.
     #[serde(default)]
     pub id: Option<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "object")]
     pub valid_time: Option<Interval>,
 }
 
@@ -130,6 +130,7 @@ pub struct ChildJob {
 pub struct Ambiguity {
     pub node_ref: u64,
     pub kind: String,
+    #[serde(deserialize_with = "objects")]
     pub candidates: Vec<Candidate>,
     pub detector_confidence: f64,
     pub applied_candidate_confidence: f64,
@@ -146,7 +147,37 @@ pub struct Candidate {
     pub valid_to: Option<i64>,
 }
 
-/// Parses `bytes` into a [`Submission`] (shape only; see [`super::validate`]).
+/// A struct read from a JSON object only. serde's derived structs also read a JSON
+/// array as their fields in order (`[0, 3, "k"]` as a span); the wire is objects, so
+/// this asks the deserializer for a map and hands the derived impl that map.
+struct ObjectOnly<T>(T);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for ObjectOnly<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
+            type Value = ObjectOnly<T>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                T::deserialize(serde::de::value::MapAccessDeserializer::new(map)).map(ObjectOnly)
+            }
+        }
+        d.deserialize_map(V(std::marker::PhantomData))
+    }
+}
+
+/// A list of structs, each a JSON object.
+fn objects<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Vec<T>, D::Error> {
+    Ok(Vec::<ObjectOnly<T>>::deserialize(d)?.into_iter().map(|o| o.0).collect())
+}
+
+/// An optional struct, a JSON object when present.
+fn object<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
+    Ok(Option::<ObjectOnly<T>>::deserialize(d)?.map(|o| o.0))
+}
+
 /// Why `bytes` do not parse, with the JSON path of the offending value.
 fn parse_error(bytes: &[u8]) -> WireError {
     let mut de = serde_json::Deserializer::from_slice(bytes);
@@ -166,6 +197,7 @@ fn parse_error(bytes: &[u8]) -> WireError {
     }
 }
 
+/// Parses `bytes` into a [`Submission`] (shape only; see [`super::validate`]).
 pub fn parse(bytes: &[u8]) -> Result<Submission, WireError> {
     if bytes.len() > MAX_SUBMISSION_BYTES {
         return Err(WireError::TooLarge(bytes.len()));
@@ -229,5 +261,11 @@ mod tests {
         assert!(parse(br#"{"v":1,"seq":-1}"#).unwrap_err().to_string().starts_with("seq:"));
         assert!(parse(br#"{"v":1,"seq":99999999999}"#).unwrap_err().to_string().starts_with("seq:"));
         assert!(parse(br#"{"v":1,"partial":"yes"}"#).unwrap_err().to_string().starts_with("partial:"));
+        // Structs are objects: the array form serde would read as fields in order is refused.
+        let e = parse(br#"{"v":1,"canonicalText":"abc","spans":[[0,3,"k"]]}"#).unwrap_err().to_string();
+        assert!(e.starts_with("spans[0]: invalid type: sequence, expected a JSON object"), "{e}");
+        let e = parse(br#"{"v":1,"nodes":[{"labels":["A"],"validTime":[1]}]}"#).unwrap_err().to_string();
+        assert!(e.starts_with("nodes[0].validTime: invalid type"), "{e}");
+        assert!(parse(br#"{"v":1,"nodes":[{"labels":["A"],"validTime":null}]}"#).is_ok());
     }
 }

@@ -145,3 +145,26 @@ pub fn pool(p: crate::actors::pool::PoolStatus) -> proto::PoolInfo {
             .collect(),
     }
 }
+
+/// The JobPayload a worker receives: the seed's fields plus the lease number.
+pub fn payload(d: crate::actors::queue::Delivery) -> proto::JobPayload {
+    let (job, lease) = (d.granted.job, d.granted.lease);
+    let options: serde_json::Value = serde_json::from_str(&job.options_json).unwrap_or_else(|_| serde_json::json!({}));
+    let mut body = serde_json::json!({ "format": job.format, "name": job.name, "options": options });
+    if !job.url.is_empty() {
+        body["url"] = job.url.clone().into();
+    } else {
+        let path = d.content_path.map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
+        body["content"] = serde_json::json!({ "blake3": job.blob, "size": job.size, "path": path });
+    }
+    proto::JobPayload {
+        job_id: job.id.to_string(),
+        tenant_id: job.tenant,
+        organization_id: job.organization,
+        kind: job.format,
+        payload_json: body.to_string(),
+        lease_deadline: lease.deadline,
+        attempts: job.attempts,
+        attempt: lease.attempt,
+    }
+}

@@ -3,7 +3,7 @@
 use tonic::Status;
 
 use super::convert::{ident, job_id};
-use super::{graph_status, invalid};
+use super::{invalid, to_status};
 use crate::actors::Core;
 use crate::graph::read::{self, AmbiguityView, EdgeView};
 use crate::graph::validate::MAX_NODE_ID_BYTES;
@@ -22,7 +22,7 @@ fn tenant_or_default(s: &str) -> Result<String, Status> {
 }
 
 async fn read<T: Send + 'static>(f: impl FnOnce() -> Result<T, GraphError> + Send + 'static) -> Result<T, Status> {
-    super::blocking(f).await?.map_err(graph_status)
+    super::blocking(f).await?.map_err(to_status)
 }
 
 pub async fn projection(core: &Core, r: GetProjectionRequest) -> Result<Projection, Status> {
@@ -33,7 +33,8 @@ pub async fn projection(core: &Core, r: GetProjectionRequest) -> Result<Projecti
     }
     let max = if r.max_items == 0 { DEFAULT_ITEMS } else { r.max_items } as usize;
     let store = core.store.clone();
-    let p = read(move || read::projection(&store.read()?, id, tenant.as_deref(), max)).await?;
+    let skip = r.skip;
+    let p = read(move || read::projection(&store.read()?, id, tenant.as_deref(), max, skip)).await?;
     Ok(Projection {
         job_id: p.job.id.to_string(),
         tenant_id: p.job.tenant.clone(),

@@ -6,7 +6,7 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status, Streaming};
 
 use super::convert::{self, ident, job_id};
-use super::{invalid, store_status, to_status};
+use super::{invalid, to_status};
 use crate::actors::Core;
 use crate::proto::ingest_service_server::IngestService;
 use crate::proto::submit_job_request::Part;
@@ -19,17 +19,18 @@ const MAX_PAGE: u32 = 1000;
 
 pub struct IngestApi {
     core: Core,
-    supervisor: Option<std::sync::Arc<crate::supervise::Supervisor>>,
+    supervisor: Option<crate::actors::supervisor::Supervisor>,
 }
 
 impl IngestApi {
-    pub fn new(core: Core, supervisor: Option<std::sync::Arc<crate::supervise::Supervisor>>) -> Self {
+    pub fn new(core: Core, supervisor: Option<crate::actors::supervisor::Supervisor>) -> Self {
         Self { core, supervisor }
     }
 
-    fn view(&self, id: u64, tenant: &str) -> Result<Job, Status> {
-        let txn = self.core.store.read().map_err(store_status)?;
-        match jobs::get(&txn, id).map_err(store_status)? {
+    /// Job `id` as a client sees it (of `tenant`, when given), read on a blocking thread.
+    async fn view(&self, id: u64, tenant: &str) -> Result<Job, Status> {
+        let store = self.core.store.clone();
+        match super::blocking(move || jobs::get(&store.read()?, id)).await?.map_err(to_status)? {
             Some(v) if tenant.is_empty() || v.job.tenant == tenant => Ok(convert::job(v)),
             _ => Err(Status::not_found(format!("no job {id}"))),
         }
@@ -46,7 +47,7 @@ struct BlobSink {
 
 impl BlobSink {
     fn start(blobs: &crate::store::BlobStore) -> Result<Self, Status> {
-        let mut writer = blobs.writer().map_err(|e| Status::internal(format!("cannot create blob: {e}")))?;
+        let mut writer = blobs.writer().map_err(|e| to_status(super::ApiError::Io(format!("cannot create blob: {e}"))))?;
         let (chunks, mut rx) = tokio::sync::mpsc::channel::<Vec<u8>>(8);
         let done = tokio::task::spawn_blocking(move || {
             while let Some(c) = rx.blocking_recv() {
@@ -59,7 +60,7 @@ impl BlobSink {
 
     async fn finish(self) -> Result<(String, u64), Status> {
         drop(self.chunks);
-        self.done.await.map_err(|e| Status::internal(e.to_string()))?.map_err(|e| Status::internal(format!("cannot store content: {e}")))
+        self.done.await.map_err(|e| to_status(super::ApiError::Io(e.to_string())))?.map_err(|e| to_status(super::ApiError::Io(format!("cannot store content: {e}"))))
     }
 }
 
@@ -81,7 +82,8 @@ fn new_job(h: SubmitHeader, known: &std::collections::BTreeSet<String>) -> Resul
     }
     let options_json = convert::options("options_json", &h.options_json)?;
     let url = if h.url.is_empty() { String::new() } else { convert::url("url", &h.url)? };
-    Ok(NewJob { tenant, organization, format: h.format, name: h.name, options_json, url, ..Default::default() })
+    let idempotency_key = if h.idempotency_key.is_empty() { String::new() } else { ident("idempotency_key", &h.idempotency_key)? };
+    Ok(NewJob { tenant, organization, format: h.format, name: h.name, options_json, url, idempotency_key, ..Default::default() })
 }
 
 #[tonic::async_trait]
@@ -138,13 +140,13 @@ impl IngestService for IngestApi {
         }
         let rec = self.core.enqueue(new).await.map_err(to_status)?;
         tracing::info!(job = rec.id, tenant = %rec.tenant, format = %rec.format, name = %rec.name, size = rec.size, "job queued");
-        self.view(rec.id, "").map(Response::new)
+        self.view(rec.id, "").await.map(Response::new)
     }
 
     async fn get_job(&self, req: Request<GetJobRequest>) -> Result<Response<Job>, Status> {
         let r = req.into_inner();
         let id = job_id("job_id", &r.job_id)?;
-        self.view(id, &r.tenant_id).map(Response::new)
+        self.view(id, &r.tenant_id).await.map(Response::new)
     }
 
     async fn get_projection(&self, req: Request<GetProjectionRequest>) -> Result<Response<Projection>, Status> {
@@ -172,7 +174,7 @@ impl IngestService for IngestApi {
         let limit = if r.page_size == 0 { DEFAULT_PAGE } else { r.page_size } as usize;
         let after = if r.page_token.is_empty() { 0 } else { r.page_token.parse::<u64>().map_err(|_| invalid("page_token", "not a token from ListJobs"))? };
         let store = self.core.store.clone();
-        let (views, next) = super::blocking(move || jobs::list(&store.read()?, &filter, after, limit)).await?.map_err(store_status)?;
+        let (views, next) = super::blocking(move || jobs::list(&store.read()?, &filter, after, limit)).await?.map_err(to_status)?;
         Ok(Response::new(ListJobsResponse { jobs: views.into_iter().map(convert::job).collect(), next_page_token: next.map(|n| n.to_string()).unwrap_or_default() }))
     }
 
@@ -181,7 +183,7 @@ impl IngestService for IngestApi {
         let id = job_id("job_id", &r.job_id)?;
         // Subscribe before the first read, so no change between the two is missed.
         let mut changes = self.core.store.subscribe();
-        let first = self.view(id, &r.tenant_id)?;
+        let first = self.view(id, &r.tenant_id).await?;
         let (tx, rx) = tokio::sync::mpsc::channel(16);
         let this = IngestApi { core: self.core.clone(), supervisor: None };
         tokio::spawn(async move {
@@ -199,7 +201,7 @@ impl IngestService for IngestApi {
                             Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
                             Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
                         }
-                        let Ok(now) = this.view(id, "") else { return };
+                        let Ok(now) = this.view(id, "").await else { return };
                         if now.state != last.state || now.attempts != last.attempts || now.lease_attempt != last.lease_attempt {
                             last = now.clone();
                             if tx.send(Ok(now)).await.is_err() || finished(&last) {
@@ -218,7 +220,7 @@ impl IngestService for IngestApi {
         let id = job_id("job_id", &r.job_id)?;
         let tenant = (!r.tenant_id.is_empty()).then_some(r.tenant_id);
         self.core.retry(id, tenant).await.map_err(to_status)?;
-        self.view(id, "").map(Response::new)
+        self.view(id, "").await.map(Response::new)
     }
 
     async fn cancel_job(&self, req: Request<GetJobRequest>) -> Result<Response<Job>, Status> {
@@ -226,11 +228,12 @@ impl IngestService for IngestApi {
         let id = job_id("job_id", &r.job_id)?;
         let tenant = (!r.tenant_id.is_empty()).then_some(r.tenant_id);
         self.core.cancel(id, tenant).await.map_err(to_status)?;
-        self.view(id, "").map(Response::new)
+        self.view(id, "").await.map(Response::new)
     }
 
     async fn get_status(&self, _req: Request<GetStatusRequest>) -> Result<Response<crate::proto::Status>, Status> {
-        let depths = jobs::depths(&self.core.store.read().map_err(store_status)?).map_err(store_status)?;
+        let store = self.core.store.clone();
+        let depths = super::blocking(move || jobs::depths(&store.read()?)).await?.map_err(to_status)?;
         let snapshot = self.core.queue.snapshot().await?;
         let pools = match &self.supervisor {
             Some(s) => s.status().await,

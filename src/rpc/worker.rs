@@ -2,20 +2,20 @@
 use std::pin::Pin;
 use std::time::Duration;
 
-use futures_util::Stream;
+use futures_util::{Stream, StreamExt};
 use tokio::io::AsyncReadExt;
 use tokio::sync::broadcast;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
 
-use super::convert::{ident, job_id};
-use super::{blocking, invalid, store_status};
+use super::convert::{self, ident, job_id};
+use super::{blocking, invalid, to_status};
 use crate::actors::Core;
 use crate::failure::{self, FailureKind};
 use crate::proto::worker_service_server::WorkerService;
 use crate::proto::*;
 use crate::graph::apply::Encoded;
-use crate::graph::submit::{base_offset, Base, Staged, SubmitOutcome};
+use crate::lifecycle::submit::{base_offset, Base, Staged, SubmitOutcome};
 use crate::graph::validate::validate;
 use crate::graph::wire::{self, Submission, WireError};
 use crate::store::jobs::{self, FailOutcome};
@@ -67,16 +67,27 @@ impl WorkerService for WorkerApi {
         formats.sort();
         formats.dedup();
         self.core.queue.register(worker_id, formats, max_in_flight, tx).await?;
-        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
+        Ok(Response::new(Box::pin(ReceiverStream::new(rx).map(|d| Ok(convert::payload(d))))))
     }
 
     async fn submit_ingestion_result(&self, req: Request<IngestionResult>) -> Result<Response<SubmitResponse>, Status> {
         let r = req.into_inner();
         let id = job_id("job_id", &r.job_id)?;
-        let worker = ident("worker_id", &r.worker_id)?;
-        if r.attempt == 0 {
-            return Err(invalid("attempt", "required: the lease number from the JobPayload"));
-        }
+        // `worker_id` and `attempt` were added for fencing; a worker that speaks only the
+        // seed's fields sends neither. Without `attempt` the submission is fenced by the
+        // lease current when it arrives, and without `worker_id` by no holder: what is
+        // then still fenced is that the job is leased, the lease does not change between
+        // this look and the write (the store checks the number again), and the seq order
+        // of its partials. A stale seed worker whose lease expired and was granted again
+        // can land a result on the new lease; only the added fields prevent that.
+        let worker = if r.worker_id.is_empty() { None } else { Some(ident("worker_id", &r.worker_id)?) };
+        let attempt = match r.attempt {
+            0 => match current_lease(&self.core, id).await? {
+                Some(a) => a,
+                None => return Ok(Response::new(SubmitResponse { accepted: false, reason: format!("job {id} is not leased"), ..Default::default() })),
+            },
+            a => a,
+        };
         let leases = &self.core.leases;
         if !r.success {
             if r.failure_reason.len() > MAX_REASON_WIRE_BYTES {
@@ -91,16 +102,15 @@ impl WorkerService for WorkerApi {
                 kind: kind.unwrap_or(FailureKind::Transient).as_str().into(),
                 permanent,
                 reason: failure::truncate_utf8(&r.failure_reason, failure::MAX_REASON_BYTES).to_string(),
-                worker_id: worker.clone(),
+                worker_id: worker.clone().unwrap_or_default(),
                 ..Default::default()
             };
-            let outcome = leases.fail(id, Some(worker), r.attempt, failure).await.map_err(store_status)?;
+            let outcome = leases.fail(id, worker, attempt, failure).await.map_err(to_status)?;
             return Ok(Response::new(match outcome {
                 FailOutcome::NotCurrent(reason) => SubmitResponse { accepted: false, reason, ..Default::default() },
                 _ => SubmitResponse { accepted: true, ..Default::default() },
             }));
         }
-        let attempt = r.attempt;
         let bytes = r.result_json;
         // Parse, validate all of it and store child contents as blobs, off the async
         // workers (a partial may be tens of MB of JSON). A partial may arrive before its
@@ -127,10 +137,10 @@ impl WorkerService for WorkerApi {
                     kind: kind.as_str().into(),
                     permanent: leases.policy().is_permanent(kind),
                     reason: failure::reason(kind, &reason),
-                    worker_id: worker.clone(),
+                    worker_id: worker.clone().unwrap_or_default(),
                     ..Default::default()
                 };
-                let outcome = leases.fail(id, Some(worker), r.attempt, failure).await.map_err(store_status)?;
+                let outcome = leases.fail(id, worker, attempt, failure).await.map_err(to_status)?;
                 let reason = match outcome {
                     FailOutcome::NotCurrent(fenced) => fenced,
                     _ => failure::reason(kind, &reason),
@@ -139,7 +149,7 @@ impl WorkerService for WorkerApi {
             }
         };
         let sub = Staged { worker_id: worker, ..sub };
-        let outcome = leases.submit(sub).await.map_err(store_status)?;
+        let outcome = leases.submit(sub).await.map_err(to_status)?;
         Ok(Response::new(match outcome {
             SubmitOutcome::Accepted { node_ids, lease_deadline, .. } => SubmitResponse { accepted: true, node_ids, lease_deadline, reason: String::new() },
             SubmitOutcome::Rejected(reason) => SubmitResponse { accepted: false, reason, ..Default::default() },
@@ -163,7 +173,7 @@ impl WorkerService for WorkerApi {
                 items.push((id, None));
             }
         }
-        let (extended, deadline) = self.core.leases.heartbeat(worker, items).await.map_err(store_status)?;
+        let (extended, deadline) = self.core.leases.heartbeat(worker, items).await.map_err(to_status)?;
         Ok(Response::new(HeartbeatResponse { job_ids: extended.iter().map(u64::to_string).collect(), lease_deadline: deadline }))
     }
 
@@ -171,13 +181,14 @@ impl WorkerService for WorkerApi {
         let r = req.into_inner();
         let id = job_id("job_id", &r.job_id)?;
         let worker = ident("worker_id", &r.worker_id)?;
-        let view = jobs::get(&self.core.store.read().map_err(store_status)?, id).map_err(store_status)?;
-        let lease_ok = view.as_ref().and_then(|v| v.lease.as_ref()).is_some_and(|l| l.worker_id == worker && l.attempt == r.attempt);
-        let Some(view) = view.filter(|_| lease_ok) else {
-            return Err(Status::permission_denied(format!("worker {worker} does not hold lease {} of job {id}", r.attempt)));
-        };
-        let path = self.core.store.blob_path(&view.job.blob).ok_or_else(|| Status::failed_precondition(format!("job {id} has no content blob")))?;
-        let mut file = tokio::fs::File::open(&path).await.map_err(|e| Status::internal(format!("blob of job {id}: {e}")))?;
+        let store = self.core.store.clone();
+        let view = blocking(move || jobs::get(&store.read()?, id)).await?.map_err(to_status)?;
+        // The one fencing check; a job that is gone or not leased is fenced too (PERMISSION_DENIED).
+        let Some(view) = view else { return Err(to_status(jobs::Fenced::NoJob(id))) };
+        let Some(lease) = view.lease.as_ref() else { return Err(to_status(jobs::Fenced::NoLease(id))) };
+        jobs::check_holder(id, lease, Some(&worker), Some(r.attempt)).map_err(to_status)?;
+        let path = self.core.store.blob_path(&view.job.blob).ok_or_else(|| to_status(super::ApiError::NoBlob(id)))?;
+        let mut file = tokio::fs::File::open(&path).await.map_err(|e| to_status(super::ApiError::Io(format!("blob of job {id}: {e}"))))?;
         let (tx, rx) = tokio::sync::mpsc::channel(4);
         tokio::spawn(async move {
             let mut buf = vec![0u8; 1 << 20];
@@ -190,7 +201,7 @@ impl WorkerService for WorkerApi {
                         }
                     }
                     Err(e) => {
-                        let _ = tx.send(Err(Status::internal(format!("reading blob: {e}")))).await;
+                        let _ = tx.send(Err(to_status(super::ApiError::Io(format!("reading blob: {e}"))))).await;
                         return;
                     }
                 }
@@ -200,29 +211,47 @@ impl WorkerService for WorkerApi {
     }
 }
 
-/// How long a partial waits for its predecessor in the same lease to be accepted.
-const PREDECESSOR_WAIT: Duration = Duration::from_secs(30);
+/// The number of job `id`'s current lease, if it is leased (read on a blocking thread).
+async fn current_lease(core: &Core, id: u64) -> Result<Option<u64>, Status> {
+    let store = core.store.clone();
+    let view = blocking(move || jobs::get(&store.read()?, id)).await?.map_err(to_status)?;
+    Ok(view.and_then(|v| v.lease).map(|l| l.attempt))
+}
 
 /// The text offset submission `seq` of lease `attempt` starts at, once its
 /// predecessor is accepted. A gap is an error naming it: `seq - 2` not accepted
 /// (at most two partials are in flight), or `seq - 1` not accepted within
-/// [`PREDECESSOR_WAIT`]. For a lease that is not current, 0: the store fences the
-/// submission.
+/// `[jobs] partial_wait_secs`, during which the lease is kept alive (the core holds
+/// the worker's call; the worker is not silent). For a lease that is not current, 0:
+/// the store fences the submission.
 async fn base_when_ready(core: &Core, job: u64, attempt: u64, seq: u32) -> Result<Result<u64, WireError>, Status> {
     let gap = |missing: u32, why: &str| WireError::field("seq", format!("{seq} leaves a gap: seq {missing} of this lease {why}"));
+    let config = core.config();
+    let wait = config.jobs.partial_wait();
+    let keep_alive_every = (config.jobs.lease() / 3).max(Duration::from_millis(10));
     // Subscribed before looking, so that a commit between the look and the wait is heard.
     let mut changes = core.store.subscribe();
-    let deadline = tokio::time::Instant::now() + PREDECESSOR_WAIT;
+    let deadline = tokio::time::Instant::now() + wait;
+    let mut next_keep_alive = tokio::time::Instant::now();
     loop {
-        match base_offset(&core.store.read().map_err(store_status)?, job, attempt, seq).map_err(store_status)? {
+        let store = core.store.clone();
+        match blocking(move || base_offset(&store.read()?, job, attempt, seq)).await?.map_err(to_status)? {
             Base::At(base) => return Ok(Ok(base)),
             Base::NotLeased => return Ok(Ok(0)),
             Base::Gap => return Ok(Err(gap(seq.saturating_sub(2), "was not accepted (a worker keeps at most two partials in flight)"))),
             Base::Waiting => {}
         }
         loop {
-            match tokio::time::timeout_at(deadline, changes.recv()).await {
-                Err(_) => return Ok(Err(gap(seq.saturating_sub(1), &format!("was not accepted within {} s", PREDECESSOR_WAIT.as_secs())))),
+            let now = tokio::time::Instant::now();
+            if now >= deadline {
+                return Ok(Err(gap(seq.saturating_sub(1), &format!("was not accepted within {} s", wait.as_secs_f64()))));
+            }
+            if now >= next_keep_alive {
+                core.leases.keep_alive(job, attempt).await.map_err(to_status)?;
+                next_keep_alive = now + keep_alive_every;
+            }
+            match tokio::time::timeout_at(deadline.min(next_keep_alive), changes.recv()).await {
+                Err(_) => continue,
                 Ok(Ok(changed)) if changed != job => continue,
                 Ok(Err(broadcast::error::RecvError::Closed)) => return Ok(Ok(0)),
                 // This job changed (or events were missed): look again.
@@ -250,11 +279,16 @@ fn check(core: &Core, job: u64, attempt: u64, base: u64, sub: Submission, bytes:
                     w.write(&data)?;
                     w.finish()
                 })()
-                .map_err(|e| Status::internal(format!("cannot store a child job's content: {e}")))?;
+                .map_err(|e| to_status(super::ApiError::Io(format!("cannot store a child job's content: {e}"))))?;
                 format!("{}:{}", blob.0, blob.1)
             }
         });
     }
-    let props = Encoded::of(&sub);
-    Ok(Ok(Staged { job_id: job, worker_id: String::new(), attempt, base, result_json: bytes, sub, props, child_blobs }))
+    let props = match Encoded::of(&sub) {
+        Ok(p) => p,
+        Err(e) => return Ok(Err(e)),
+    };
+    // Only a later partial can carry ids the core assigned earlier in this lease.
+    let core_refs = if sub.seq == 0 { Vec::new() } else { crate::graph::positions::core_refs(&bytes) };
+    Ok(Ok(Staged { job_id: job, worker_id: None, attempt, base, result_json: bytes, sub, props, child_blobs, core_refs }))
 }

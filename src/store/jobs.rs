@@ -1,7 +1,8 @@
 //! Job operations inside one write transaction, and reads from a snapshot.
 //!
 //! Every operation checks before it writes, so a logical refusal (a fenced
-//! submission, a job in the wrong state) writes nothing. Every record write goes
+//! submission, a job in the wrong state) writes nothing. This module knows nothing of
+//! the graph: what an attempt's end means for its rows is [`crate::lifecycle`]'s. Every record write goes
 //! through [`save`], which keeps the secondary tables (ready index, leases,
 //! retry schedule, dead letters, queue depth counts) consistent with the state.
 use prost::Message;
@@ -12,19 +13,6 @@ use super::state::{backoff_ms, transition, Event, JobState, TransitionError};
 use super::tables::*;
 use super::{StoreError, Tx};
 use crate::failure::FailureKind;
-
-pub fn create_tables(txn: &WriteTransaction) -> Result<(), StoreError> {
-    txn.open_table(JOBS)?;
-    txn.open_table(READY)?;
-    txn.open_table(LEASES)?;
-    txn.open_table(FAILURES)?;
-    txn.open_table(DEAD)?;
-    txn.open_table(RETRYING)?;
-    txn.open_table(COUNTS)?;
-    txn.open_table(META)?;
-    txn.open_table(SUBMISSIONS)?;
-    Ok(())
-}
 
 /// What a client asks to enqueue (already validated).
 #[derive(Debug, Clone, Default)]
@@ -37,6 +25,8 @@ pub struct NewJob {
     pub url: String,
     pub blob: String,
     pub size: u64,
+    /// The client's idempotency key ("" for none).
+    pub idempotency_key: String,
 }
 
 /// Retry and permanence policy, from `[jobs]` and `[failures]`.
@@ -98,6 +88,16 @@ pub(crate) fn load_lease(txn: &WriteTransaction, id: u64) -> Result<Option<Lease
     let bytes = t.get(id)?.map(|g| g.value().to_vec());
     Ok(match bytes {
         Some(b) => Some(LeaseRecord::decode(b.as_slice())?),
+        None => None,
+    })
+}
+
+/// The stored record of submission `key` = (job, lease number, seq), if any.
+pub fn submission_record(txn: &WriteTransaction, key: (u64, u64, u32)) -> Result<Option<super::records::SubmissionRecord>, StoreError> {
+    let t = txn.open_table(SUBMISSIONS)?;
+    let bytes = t.get(key)?;
+    Ok(match bytes {
+        Some(b) => Some(super::records::SubmissionRecord::decode(b.value())?),
         None => None,
     })
 }
@@ -164,10 +164,32 @@ pub(crate) fn save(tx: &mut Tx<'_>, old: Option<JobState>, rec: &JobRecord, now:
     Ok(())
 }
 
-/// Deletes what lease `attempt` of `rec` submitted before its final: staged
-/// partials and the rows they applied early (see `graph::apply::reclaim`).
-fn drop_submissions(txn: &WriteTransaction, rec: &JobRecord, attempt: u64) -> Result<(), StoreError> {
-    crate::graph::apply::reclaim(txn, rec.id, &rec.tenant, attempt)
+// ---------------------------------------------------------------------------
+// the one writer of the state machine
+// ---------------------------------------------------------------------------
+
+/// Applies `event` to `rec` with the pure [`transition`]: the one place a job's state
+/// changes. `fill` sets the fields that follow from the new state before the record and
+/// its indexes are saved; when the transition does not exist nothing is written.
+pub fn apply(tx: &mut Tx<'_>, rec: &mut JobRecord, event: Event, now: i64, fill: impl FnOnce(&mut JobRecord, JobState)) -> Result<Result<JobState, TransitionError>, StoreError> {
+    let old = state_of(rec)?;
+    let next = match transition(old, event) {
+        Ok(next) => next,
+        Err(e) => return Ok(Err(e)),
+    };
+    rec.state = u32::from(next.code());
+    rec.updated_at = now;
+    fill(rec, next);
+    save(tx, Some(old), rec, now)?;
+    Ok(Ok(next))
+}
+
+/// Moves `lease` (job `id`'s current one) to at least `until` (µs): the one writer of
+/// lease extensions (heartbeats, a partial as a sign of life, the core's own waits).
+pub(crate) fn extend_lease(txn: &WriteTransaction, id: u64, lease: &mut LeaseRecord, until: i64) -> Result<(), StoreError> {
+    lease.deadline = lease.deadline.max(until);
+    txn.open_table(LEASES)?.insert(id, lease.encode_to_vec().as_slice())?;
+    Ok(())
 }
 
 // ---------------------------------------------------------------------------
@@ -195,6 +217,23 @@ pub fn insert(tx: &mut Tx<'_>, new: NewJob, now: i64) -> Result<JobRecord, Store
     Ok(rec)
 }
 
+/// A client's job: the one its idempotency key already names in the tenant (false),
+/// or a new one (true).
+pub fn insert_once(tx: &mut Tx<'_>, new: NewJob, now: i64) -> Result<(JobRecord, bool), StoreError> {
+    if !new.idempotency_key.is_empty() {
+        let existing = tx.txn.open_table(IDEMPOTENCY)?.get((new.tenant.as_str(), new.idempotency_key.as_str()))?.map(|g| g.value());
+        if let Some(rec) = existing.map(|id| load(tx.txn, id)).transpose()?.flatten() {
+            return Ok((rec, false));
+        }
+    }
+    let key = (!new.idempotency_key.is_empty()).then(|| (new.tenant.clone(), new.idempotency_key.clone()));
+    let rec = insert(tx, new, now)?;
+    if let Some((tenant, key)) = key {
+        tx.txn.open_table(IDEMPOTENCY)?.insert((tenant.as_str(), key.as_str()), rec.id)?;
+    }
+    Ok((rec, true))
+}
+
 /// A granted lease: the job and its new lease.
 #[derive(Debug, Clone)]
 pub struct Granted {
@@ -206,14 +245,11 @@ pub struct Granted {
 /// since the queue actor picked it).
 pub fn lease(tx: &mut Tx<'_>, id: u64, worker: &str, policy: &Policy, now: i64) -> Result<Option<Granted>, StoreError> {
     let Some(mut rec) = load(tx.txn, id)? else { return Ok(None) };
-    let old = state_of(&rec)?;
-    let Ok(next) = transition(old, Event::Lease) else { return Ok(None) };
-    rec.state = u32::from(next.code());
-    rec.lease_seq += 1;
-    rec.updated_at = now;
+    if apply(tx, &mut rec, Event::Lease, now, |r, _| r.lease_seq += 1)?.is_err() {
+        return Ok(None);
+    }
     let lease = LeaseRecord { worker_id: worker.to_string(), attempt: rec.lease_seq, deadline: now + policy.lease_us, granted_at: now };
     tx.txn.open_table(LEASES)?.insert(id, lease.encode_to_vec().as_slice())?;
-    save(tx, Some(old), &rec, now)?;
     Ok(Some(Granted { job: rec, lease }))
 }
 
@@ -222,38 +258,63 @@ pub fn lease(tx: &mut Tx<'_>, id: u64, worker: &str, policy: &Policy, now: i64) 
 pub fn heartbeat(tx: &mut Tx<'_>, worker: &str, items: &[(u64, Option<u64>)], policy: &Policy, now: i64) -> Result<(Vec<u64>, i64), StoreError> {
     let deadline = now + policy.lease_us;
     let mut extended = Vec::new();
-    let mut t = tx.txn.open_table(LEASES)?;
     for &(id, attempt) in items {
-        let current = t.get(id)?.map(|g| g.value().to_vec());
-        let Some(bytes) = current else { continue };
-        let mut lease = LeaseRecord::decode(bytes.as_slice())?;
-        if lease.worker_id != worker || attempt.is_some_and(|a| a != lease.attempt) {
+        let Some(mut lease) = load_lease(tx.txn, id)? else { continue };
+        if check_holder(id, &lease, Some(worker), attempt).is_err() {
             continue;
         }
-        lease.deadline = lease.deadline.max(deadline);
-        t.insert(id, lease.encode_to_vec().as_slice())?;
+        extend_lease(tx.txn, id, &mut lease, deadline)?;
         extended.push(id);
     }
     Ok((extended, deadline))
 }
 
-/// Why a submission or heartbeat does not apply to the current lease.
-pub(crate) fn fence(txn: &WriteTransaction, id: u64, worker: Option<&str>, attempt: u64) -> Result<Result<(JobRecord, LeaseRecord), String>, StoreError> {
-    let Some(rec) = load(txn, id)? else { return Ok(Err(format!("no job {id}"))) };
+/// Extends lease `attempt` of job `id` by a lease from `now`, if it is current.
+pub fn keep_alive(tx: &mut Tx<'_>, id: u64, attempt: u64, policy: &Policy, now: i64) -> Result<(), StoreError> {
+    let Some(mut lease) = load_lease(tx.txn, id)? else { return Ok(()) };
+    if lease.attempt == attempt {
+        extend_lease(tx.txn, id, &mut lease, now + policy.lease_us)?;
+    }
+    Ok(())
+}
+
+/// Why a worker's call (a submission, a failure, a heartbeat, a ReadBlob) does not
+/// apply to a job's current lease: the one fencing check, [`check_holder`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Fenced {
+    #[error("no job {0}")]
+    NoJob(u64),
+    #[error("job {id} is {state}, not leased")]
+    NotLeased { id: u64, state: &'static str },
+    #[error("job {0} has no lease")]
+    NoLease(u64),
+    #[error("lease {given} of job {id} is not current (current: {current})")]
+    Stale { id: u64, given: u64, current: u64 },
+    #[error("job {0} is leased to another worker")]
+    OtherHolder(u64),
+}
+
+/// Whether `lease` (job `id`'s current one) is the one named: lease number `attempt`
+/// and holder `worker`, each when given (a seed-only worker names neither).
+pub fn check_holder(id: u64, lease: &LeaseRecord, worker: Option<&str>, attempt: Option<u64>) -> Result<(), Fenced> {
+    if let Some(given) = attempt.filter(|a| *a != lease.attempt) {
+        return Err(Fenced::Stale { id, given, current: lease.attempt });
+    }
+    if worker.is_some_and(|w| w != lease.worker_id) {
+        return Err(Fenced::OtherHolder(id));
+    }
+    Ok(())
+}
+
+/// The job and its lease, if lease `attempt` of job `id` is current and held by `worker` (when given).
+pub(crate) fn fence(txn: &WriteTransaction, id: u64, worker: Option<&str>, attempt: u64) -> Result<Result<(JobRecord, LeaseRecord), Fenced>, StoreError> {
+    let Some(rec) = load(txn, id)? else { return Ok(Err(Fenced::NoJob(id))) };
     let state = state_of(&rec)?;
     if state != JobState::Leased {
-        return Ok(Err(format!("job {id} is {}, not leased", state.as_str())));
+        return Ok(Err(Fenced::NotLeased { id, state: state.as_str() }));
     }
-    let Some(lease) = load_lease(txn, id)? else { return Ok(Err(format!("job {id} has no lease"))) };
-    if lease.attempt != attempt {
-        return Ok(Err(format!("lease {attempt} of job {id} is not current (current: {})", lease.attempt)));
-    }
-    if let Some(w) = worker {
-        if lease.worker_id != w {
-            return Ok(Err(format!("job {id} is leased to another worker")));
-        }
-    }
-    Ok(Ok((rec, lease)))
+    let Some(lease) = load_lease(txn, id)? else { return Ok(Err(Fenced::NoLease(id))) };
+    Ok(check_holder(id, &lease, worker, Some(attempt)).map(|()| (rec, lease)))
 }
 
 #[derive(Debug, Clone)]
@@ -271,7 +332,7 @@ pub enum FailOutcome {
 pub fn fail(tx: &mut Tx<'_>, id: u64, worker: Option<&str>, attempt: u64, mut failure: FailureRecord, policy: &Policy, now: i64) -> Result<FailOutcome, StoreError> {
     let (mut rec, lease) = match fence(tx.txn, id, worker, attempt)? {
         Ok(v) => v,
-        Err(reason) => return Ok(FailOutcome::NotCurrent(reason)),
+        Err(fenced) => return Ok(FailOutcome::NotCurrent(fenced.to_string())),
     };
     rec.attempts = rec.attempts.saturating_add(1);
     failure.attempt = attempt;
@@ -280,21 +341,17 @@ pub fn fail(tx: &mut Tx<'_>, id: u64, worker: Option<&str>, attempt: u64, mut fa
         failure.worker_id = lease.worker_id.clone();
     }
     let event = Event::Fail { permanent: failure.permanent, attempts: rec.attempts, max_attempts: policy.max_attempts };
-    let next = transition(JobState::Leased, event).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+    let next = apply(tx, &mut rec, event, now, |r, next| {
+        r.next_attempt_at = if next == JobState::Retrying {
+            let delay = backoff_ms(r.attempts, policy.backoff_base_ms, policy.backoff_max_ms, fastrand::f64());
+            now + i64::try_from(delay).unwrap_or(i64::MAX / 2) * 1000
+        } else {
+            0
+        };
+    })?
+    .map_err(|e| StoreError::Corrupt(e.to_string()))?;
     tx.txn.open_table(FAILURES)?.insert((id, attempt), failure.encode_to_vec().as_slice())?;
-    drop_submissions(tx.txn, &rec, attempt)?;
-    rec.state = u32::from(next.code());
-    rec.updated_at = now;
-    let outcome = if next == JobState::Retrying {
-        let delay = backoff_ms(rec.attempts, policy.backoff_base_ms, policy.backoff_max_ms, fastrand::f64());
-        rec.next_attempt_at = now + i64::try_from(delay).unwrap_or(i64::MAX / 2) * 1000;
-        FailOutcome::Retrying { due: rec.next_attempt_at, worker: lease.worker_id }
-    } else {
-        rec.next_attempt_at = 0;
-        FailOutcome::Dead { worker: lease.worker_id }
-    };
-    save(tx, Some(JobState::Leased), &rec, now)?;
-    Ok(outcome)
+    Ok(if next == JobState::Retrying { FailOutcome::Retrying { due: rec.next_attempt_at, worker: lease.worker_id } } else { FailOutcome::Dead { worker: lease.worker_id } })
 }
 
 #[derive(Debug, Clone)]
@@ -326,47 +383,38 @@ pub fn expire(tx: &mut Tx<'_>, id: u64, attempt: u64, policy: &Policy, now: i64)
 /// Moves a retrying job whose backoff ran out back to the queue.
 pub fn due(tx: &mut Tx<'_>, id: u64, now: i64) -> Result<Option<JobRecord>, StoreError> {
     let Some(mut rec) = load(tx.txn, id)? else { return Ok(None) };
-    let old = state_of(&rec)?;
-    if old != JobState::Retrying || rec.next_attempt_at > now {
+    if rec.next_attempt_at > now {
         return Ok(None);
     }
-    rec.state = u32::from(JobState::Queued.code());
-    rec.next_attempt_at = 0;
-    rec.updated_at = now;
-    save(tx, Some(old), &rec, now)?;
-    Ok(Some(rec))
+    Ok(apply(tx, &mut rec, Event::Due, now, |r, _| r.next_attempt_at = 0)?.ok().map(|_| rec))
 }
 
-/// Gives a lease back without charging an attempt (drain, restart). Returns the
-/// queued job and the worker that held the lease, or None when the lease was not current.
-pub fn release(tx: &mut Tx<'_>, id: u64, attempt: Option<u64>, now: i64) -> Result<Option<(JobRecord, String)>, StoreError> {
+/// A lease given back: the queued job, who held it and its lease number.
+#[derive(Debug, Clone)]
+pub struct Released {
+    pub job: JobRecord,
+    pub worker: String,
+    pub attempt: u64,
+}
+
+/// Gives a lease back without charging an attempt (drain, restart), or None when the
+/// lease was not current.
+pub fn release(tx: &mut Tx<'_>, id: u64, attempt: Option<u64>, now: i64) -> Result<Option<Released>, StoreError> {
     let Some(lease) = load_lease(tx.txn, id)? else { return Ok(None) };
     if attempt.is_some_and(|a| a != lease.attempt) {
         return Ok(None);
     }
     let Some(mut rec) = load(tx.txn, id)? else { return Ok(None) };
-    let old = state_of(&rec)?;
-    let Ok(next) = transition(old, Event::Release) else { return Ok(None) };
-    drop_submissions(tx.txn, &rec, lease.attempt)?;
-    rec.state = u32::from(next.code());
-    rec.updated_at = now;
-    save(tx, Some(old), &rec, now)?;
-    Ok(Some((rec, lease.worker_id)))
+    if apply(tx, &mut rec, Event::Release, now, |_, _| {})?.is_err() {
+        return Ok(None);
+    }
+    Ok(Some(Released { job: rec, worker: lease.worker_id, attempt: lease.attempt }))
 }
 
-/// Releases every lease (start-up: the processes that held them died with the old run).
-pub fn release_all(tx: &mut Tx<'_>, now: i64) -> Result<Vec<u64>, StoreError> {
-    let ids: Vec<u64> = {
-        let t = tx.txn.open_table(LEASES)?;
-        t.iter()?.map(|e| e.map(|(k, _)| k.value())).collect::<Result<_, _>>()?
-    };
-    let mut released = Vec::with_capacity(ids.len());
-    for id in ids {
-        if release(tx, id, None, now)?.is_some() {
-            released.push(id);
-        }
-    }
-    Ok(released)
+/// Every job that holds a lease now.
+pub fn leased_ids(txn: &WriteTransaction) -> Result<Vec<u64>, StoreError> {
+    let t = txn.open_table(LEASES)?;
+    Ok(t.iter()?.map(|e| e.map(|(k, _)| k.value())).collect::<Result<_, _>>()?)
 }
 
 /// The state a job left when cancelled, and who held it.
@@ -375,45 +423,37 @@ pub struct Cancelled {
     pub job: JobRecord,
     pub previous: JobState,
     pub worker: Option<String>,
+    /// The lease that was current (its attempt ends without a final).
+    pub attempt: Option<u64>,
 }
 
-/// A client's job, if it exists for `tenant`, with its state and the state `event` leads to.
-fn client_transition(txn: &WriteTransaction, id: u64, tenant: Option<&str>, event: Event) -> Result<Result<(JobRecord, JobState, JobState), JobError>, StoreError> {
-    let Some(rec) = load(txn, id)?.filter(|r| tenant.is_none_or(|t| t == r.tenant)) else {
-        return Ok(Err(JobError::NotFound(id)));
-    };
-    let old = state_of(&rec)?;
-    Ok(transition(old, event).map(|next| (rec, old, next)).map_err(JobError::from))
+/// A client's job, if it exists for `tenant`.
+fn client_job(txn: &WriteTransaction, id: u64, tenant: Option<&str>) -> Result<Result<JobRecord, JobError>, StoreError> {
+    Ok(load(txn, id)?.filter(|r| tenant.is_none_or(|t| t == r.tenant)).ok_or(JobError::NotFound(id)))
 }
 
 pub fn cancel(tx: &mut Tx<'_>, id: u64, tenant: Option<&str>, now: i64) -> Result<Result<Cancelled, JobError>, StoreError> {
-    let (mut rec, old, next) = match client_transition(tx.txn, id, tenant, Event::Cancel)? {
-        Ok(v) => v,
+    let mut rec = match client_job(tx.txn, id, tenant)? {
+        Ok(r) => r,
         Err(e) => return Ok(Err(e)),
     };
+    let previous = state_of(&rec)?;
     let lease = load_lease(tx.txn, id)?;
-    if let Some(l) = &lease {
-        drop_submissions(tx.txn, &rec, l.attempt)?;
+    if let Err(e) = apply(tx, &mut rec, Event::Cancel, now, |r, _| r.next_attempt_at = 0)? {
+        return Ok(Err(e.into()));
     }
-    rec.state = u32::from(next.code());
-    rec.next_attempt_at = 0;
-    rec.updated_at = now;
-    save(tx, Some(old), &rec, now)?;
-    Ok(Ok(Cancelled { job: rec, previous: old, worker: lease.map(|l| l.worker_id) }))
+    let attempt = lease.as_ref().map(|l| l.attempt);
+    Ok(Ok(Cancelled { job: rec, previous, worker: lease.map(|l| l.worker_id), attempt }))
 }
 
 /// Moves a dead (or cancelled) job back to the queue with a fresh attempt budget;
 /// its failure history stays.
 pub fn retry(tx: &mut Tx<'_>, id: u64, tenant: Option<&str>, now: i64) -> Result<Result<JobRecord, JobError>, StoreError> {
-    let (mut rec, old, next) = match client_transition(tx.txn, id, tenant, Event::Retry)? {
-        Ok(v) => v,
+    let mut rec = match client_job(tx.txn, id, tenant)? {
+        Ok(r) => r,
         Err(e) => return Ok(Err(e)),
     };
-    rec.state = u32::from(next.code());
-    rec.attempts = 0;
-    rec.updated_at = now;
-    save(tx, Some(old), &rec, now)?;
-    Ok(Ok(rec))
+    Ok(apply(tx, &mut rec, Event::Retry, now, |r, _| r.attempts = 0)?.map(|_| rec).map_err(JobError::from))
 }
 
 // ---------------------------------------------------------------------------

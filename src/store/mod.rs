@@ -15,7 +15,7 @@ pub mod tables;
 mod writer;
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, RwLock};
 
 use redb::{Database, ReadableDatabase};
 
@@ -40,6 +40,8 @@ pub enum StoreError {
     BatchAborted(String),
     #[error("the store writer dropped the change (see the log)")]
     WriterGone,
+    #[error("the store is closed")]
+    Closed,
 }
 
 macro_rules! redb_error_from {
@@ -57,15 +59,16 @@ impl From<prost::DecodeError> for StoreError {
     }
 }
 
-/// redb's page cache when `[store] cache_mb` is not set. 64 MiB: bench/tabular (1M rows
-/// streamed in) runs as fast with 16 MiB as with 128 MiB, and the core's RSS follows the
-/// cache (186 MiB peak at 16, 261 at 64, 341 at 128); reads of a hot working set want more.
-pub const DEFAULT_CACHE_BYTES: usize = 64 << 20;
+pub use crate::config::DEFAULT_CACHE_BYTES;
 
 /// The store: cheap to clone, shared by the actors and the RPC handlers.
 #[derive(Clone)]
 pub struct Store {
-    db: Arc<Database>,
+    /// Taken out by [`Store::close`], so the file closes even while handles remain; a
+    /// std RwLock: held only to clone the Arc, never across an await.
+    db: Arc<RwLock<Option<Arc<Database>>>>,
+    /// The writer thread, joined by [`Store::close`].
+    writer: Arc<Mutex<Option<std::thread::JoinHandle<()>>>>,
     blobs: BlobStore,
     /// Bounded: when the disk falls behind, callers wait here instead of queueing
     /// unbounded work in memory.
@@ -93,14 +96,13 @@ impl Store {
         {
             // Create every table up front so read transactions never meet a missing one.
             let txn = db.begin_write()?;
-            jobs::create_tables(&txn)?;
-            crate::graph::create_tables(&txn)?;
+            tables::create_all(&txn)?;
             txn.commit()?;
         }
         let blobs = BlobStore::open(&data_dir.join("blobs"))?;
         let (changes, _) = broadcast::channel(4096);
-        let ops = writer::spawn(db.clone(), max_batch, changes.clone())?;
-        Ok(Self { db, blobs, ops, changes })
+        let (ops, thread) = writer::spawn(db.clone(), max_batch, changes.clone())?;
+        Ok(Self { db: Arc::new(RwLock::new(Some(db))), writer: Arc::new(Mutex::new(Some(thread))), blobs, ops, changes })
     }
 
     /// Runs `f` inside a write transaction shared with other concurrent changes, and
@@ -118,7 +120,31 @@ impl Store {
 
     /// A consistent snapshot for reads.
     pub fn read(&self) -> Result<redb::ReadTransaction, StoreError> {
-        Ok(self.db.begin_read()?)
+        let db = match self.db.read() {
+            Ok(g) => g.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        };
+        Ok(db.ok_or(StoreError::Closed)?.begin_read()?)
+    }
+
+    /// Stops the writer after the changes already sent (each is committed and answered),
+    /// joins its thread, and closes the database file: a later [`Store::open`] of the same
+    /// data dir, in this process or another, succeeds. Writes and reads after it fail
+    /// with [`StoreError::WriterGone`] or [`StoreError::Closed`].
+    pub async fn close(&self) {
+        let _ = self.ops.send(writer::stop()).await;
+        let thread = self.writer.lock().ok().and_then(|mut w| w.take());
+        if let Some(t) = thread {
+            let _ = tokio::task::spawn_blocking(move || t.join()).await;
+        }
+        let db = match self.db.write() {
+            Ok(mut g) => g.take(),
+            Err(poisoned) => poisoned.into_inner().take(),
+        };
+        // A read transaction still open elsewhere holds the file until it ends; none
+        // outlives the server, so this is the last handle in practice.
+        drop(db);
+        tracing::debug!("store closed");
     }
 
     pub fn blobs(&self) -> &BlobStore {

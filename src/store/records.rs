@@ -121,6 +121,21 @@ pub struct SubmissionRecord {
     /// Indexes (within this submission) of the relationships deferred to the final commit.
     #[prost(uint32, repeated, tag = "12")]
     pub deferred_edges: Vec<u32>,
+    /// blake3 (hex) of the submission's bytes with every core-assigned id of this job
+    /// replaced by its position (see `graph::positions`): what the submission hash
+    /// chains. Empty in records written before it existed (then `result_hash` counts).
+    #[prost(string, tag = "13")]
+    pub position_hash: String,
+}
+
+/// The core-assigned ids one submission got: consecutive numbers from the run's first.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct CoreIdRun {
+    #[prost(uint32, tag = "1")]
+    pub seq: u32,
+    /// Per id, in number order: the index of its node in the submission.
+    #[prost(uint32, repeated, tag = "2")]
+    pub indexes: Vec<u32>,
 }
 
 /// One version of a node.

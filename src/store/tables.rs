@@ -1,7 +1,33 @@
 //! Every redb table, in one place. Names carry a version so a migration can find
 //! the old layout. Values that are records are prost messages ([`super::records`]):
 //! fields can be added later without rewriting the file.
-use redb::TableDefinition;
+use redb::{TableDefinition, WriteTransaction};
+
+/// Creates every table, so read transactions never meet a missing one.
+pub fn create_all(txn: &WriteTransaction) -> Result<(), redb::TableError> {
+    txn.open_table(JOBS)?;
+    txn.open_table(READY)?;
+    txn.open_table(LEASES)?;
+    txn.open_table(FAILURES)?;
+    txn.open_table(DEAD)?;
+    txn.open_table(RETRYING)?;
+    txn.open_table(COUNTS)?;
+    txn.open_table(META)?;
+    txn.open_table(SUBMISSIONS)?;
+    txn.open_table(IDEMPOTENCY)?;
+    txn.open_table(NODE_VERSIONS)?;
+    txn.open_table(EDGES_OUT)?;
+    txn.open_table(EDGES_IN)?;
+    txn.open_table(JOB_NODES)?;
+    txn.open_table(JOB_EDGES)?;
+    txn.open_table(JOB_SPANS)?;
+    txn.open_table(JOB_TEXT)?;
+    txn.open_table(AMBIGUITIES)?;
+    txn.open_table(CHILD_NAMES)?;
+    txn.open_table(CONTENT_HASHES)?;
+    txn.open_table(CORE_IDS)?;
+    Ok(())
+}
 
 /// Key: job id. Value: `JobRecord`.
 pub const JOBS: TableDefinition<u64, &[u8]> = TableDefinition::new("jobs-1");
@@ -28,6 +54,10 @@ pub const COUNTS: TableDefinition<(&str, u8), u64> = TableDefinition::new("count
 
 /// Counters. Key: name (`next_job_id`, `next_node_id`). Value: the next value to hand out.
 pub const META: TableDefinition<&str, u64> = TableDefinition::new("meta-1");
+
+/// Client idempotency keys. Key: (tenant, key). Value: the job the first SubmitJob
+/// with that key created. Kept for good (the promise is at least 24 h).
+pub const IDEMPOTENCY: TableDefinition<(&str, &str), u64> = TableDefinition::new("idempotency-1");
 
 /// Accepted submissions of the current (or final) lease of a job.
 /// Key: (job id, lease number, seq). Value: `SubmissionRecord`.
@@ -69,6 +99,11 @@ pub const JOB_TEXT: TableDefinition<(u64, u32), &[u8]> = TableDefinition::new("j
 
 /// Temporal ambiguities, all candidates kept. Key: (tenant, job id, index). Value: `AmbiguityRecord`.
 pub const AMBIGUITIES: TableDefinition<(&str, u64, u32), &[u8]> = TableDefinition::new("ambiguities-1");
+
+/// The core-assigned ids each partial of a lease got, so that later submissions'
+/// references to them hash as positions. Key: (job id, lease number, first id number).
+/// Value: `CoreIdRun`. Deleted when the lease ends.
+pub const CORE_IDS: TableDefinition<(u64, u64, u64), &[u8]> = TableDefinition::new("core-ids-1");
 
 /// Child jobs by name, per tenant (name dedup). Key: (tenant, name). Value: job id.
 pub const CHILD_NAMES: TableDefinition<(&str, &str), u64> = TableDefinition::new("child-names-1");

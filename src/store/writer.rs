@@ -25,14 +25,25 @@ impl Tx<'_> {
 /// Called with the commit's outcome, after the commit.
 type Finish = Box<dyn FnOnce(Result<(), String>) + Send>;
 /// A change: applies itself, says whether storage failed, and leaves a finisher.
-pub(super) type Op = Box<dyn FnOnce(&mut Tx<'_>) -> (Option<String>, Finish) + Send>;
+type Change = Box<dyn FnOnce(&mut Tx<'_>) -> (Option<String>, Finish) + Send>;
+
+/// What the writer thread receives: a change, or the request to stop after the
+/// changes before it.
+pub(super) enum Op {
+    Change(Change),
+    Stop,
+}
+
+pub(super) fn stop() -> Op {
+    Op::Stop
+}
 
 pub(super) fn op<T, F>(f: F, reply: oneshot::Sender<Result<T, StoreError>>) -> Op
 where
     T: Send + 'static,
     F: FnOnce(&mut Tx<'_>) -> Result<T, StoreError> + Send + 'static,
 {
-    Box::new(move |tx| match f(tx) {
+    Op::Change(Box::new(move |tx| match f(tx) {
         Ok(value) => (
             None,
             Box::new(move |commit: Result<(), String>| {
@@ -45,33 +56,45 @@ where
                 let _ = reply.send(Err(e));
             }))
         }
-    })
+    }))
 }
 
-pub(super) fn spawn(db: Arc<Database>, max_batch: usize, changes: broadcast::Sender<u64>) -> Result<mpsc::Sender<Op>, StoreError> {
+/// Starts the writer thread; returns its inbox and its handle (joined at close). The
+/// thread owns a handle to the database until it stops.
+pub(super) fn spawn(db: Arc<Database>, max_batch: usize, changes: broadcast::Sender<u64>) -> Result<(mpsc::Sender<Op>, std::thread::JoinHandle<()>), StoreError> {
     let (tx, rx) = mpsc::channel::<Op>(max_batch.max(64) * 2);
-    std::thread::Builder::new()
+    let thread = std::thread::Builder::new()
         .name("telha-store-writer".into())
-        .spawn(move || run(&db, rx, max_batch, &changes))?;
-    Ok(tx)
+        .spawn(move || run(db, rx, max_batch, &changes))?;
+    Ok((tx, thread))
 }
 
-fn run(db: &Database, mut rx: mpsc::Receiver<Op>, max_batch: usize, changes: &broadcast::Sender<u64>) {
-    let mut batch: Vec<Op> = Vec::with_capacity(max_batch);
-    while let Some(first) = rx.blocking_recv() {
-        batch.push(first);
+fn run(db: Arc<Database>, mut rx: mpsc::Receiver<Op>, max_batch: usize, changes: &broadcast::Sender<u64>) {
+    let mut batch: Vec<Change> = Vec::with_capacity(max_batch);
+    let mut stop = false;
+    while !stop {
+        match rx.blocking_recv() {
+            Some(Op::Change(first)) => batch.push(first),
+            Some(Op::Stop) | None => break,
+        }
         while batch.len() < max_batch {
             match rx.try_recv() {
-                Ok(op) => batch.push(op),
+                Ok(Op::Change(op)) => batch.push(op),
+                Ok(Op::Stop) => {
+                    stop = true;
+                    break;
+                }
                 Err(_) => break,
             }
         }
-        commit_batch(db, &mut batch, changes);
+        commit_batch(&db, &mut batch, changes);
     }
-    tracing::debug!("store writer stopped: every handle is gone");
+    // Changes sent after the stop are dropped unanswered: their callers get WriterGone.
+    rx.close();
+    tracing::debug!("store writer stopped");
 }
 
-fn commit_batch(db: &Database, batch: &mut Vec<Op>, changes: &broadcast::Sender<u64>) {
+fn commit_batch(db: &Database, batch: &mut Vec<Change>, changes: &broadcast::Sender<u64>) {
     let n = batch.len();
     let mut txn = match db.begin_write() {
         Ok(t) => t,
@@ -119,7 +142,7 @@ fn commit_batch(db: &Database, batch: &mut Vec<Op>, changes: &broadcast::Sender<
     }
 }
 
-fn fail_all(batch: &mut Vec<Op>, reason: &str) {
+fn fail_all(batch: &mut Vec<Change>, reason: &str) {
     tracing::error!(%reason, ops = batch.len(), "cannot begin a write transaction");
     // Without a transaction the changes cannot run; dropping them drops their reply
     // senders, and each caller gets `StoreError::WriterGone`.

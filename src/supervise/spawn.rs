@@ -19,7 +19,7 @@ use super::exit::Exit;
 pub const STDERR_TAIL_BYTES: usize = 8 * 1024;
 /// Longest log line taken from a worker; the rest of the line is dropped.
 const MAX_LINE_BYTES: usize = 16 * 1024;
-const CLEAN_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+use crate::config::CLEAN_PATH;
 
 /// What to start.
 #[derive(Debug, Clone)]
@@ -36,9 +36,20 @@ pub struct SpawnSpec {
     pub open_files: Option<u64>,
 }
 
-/// The last bytes a process wrote to stderr, and whether the stream has ended.
+/// The last bytes a process wrote to stderr (and how many it wrote in all), and whether
+/// the stream has ended.
 #[derive(Debug, Default, Clone)]
-pub struct Tail(Arc<Mutex<VecDeque<u8>>>, Arc<std::sync::atomic::AtomicBool>);
+pub struct Tail(Arc<Mutex<TailBytes>>, Arc<std::sync::atomic::AtomicBool>);
+
+#[derive(Debug, Default)]
+struct TailBytes {
+    kept: VecDeque<u8>,
+    /// Every byte ever pushed, so a mark says where later output starts.
+    written: u64,
+    /// When each kept line was read, with the byte count before it: a lease's instant
+    /// finds where that job's output starts.
+    lines: VecDeque<(std::time::Instant, u64)>,
+}
 
 impl Tail {
     /// Waits (briefly) until the reader saw the end of stderr, so the tail is complete.
@@ -53,14 +64,47 @@ impl Tail {
 
     fn push(&self, bytes: &[u8]) {
         if let Ok(mut t) = self.0.lock() {
-            t.extend(bytes);
-            let excess = t.len().saturating_sub(STDERR_TAIL_BYTES);
-            t.drain(..excess);
+            let start = t.written;
+            t.lines.push_back((std::time::Instant::now(), start));
+            t.kept.extend(bytes);
+            t.written += bytes.len() as u64;
+            let excess = t.kept.len().saturating_sub(STDERR_TAIL_BYTES);
+            t.kept.drain(..excess);
+            let kept_from = t.written - t.kept.len() as u64;
+            while t.lines.len() > 1 && t.lines.get(1).is_some_and(|l| l.1 <= kept_from) {
+                t.lines.pop_front();
+            }
         }
     }
 
+    /// Where the output written from now on starts (see [`Tail::text_since`]).
+    pub fn mark(&self) -> u64 {
+        self.0.lock().map(|t| t.written).unwrap_or(0)
+    }
+
+    /// Where the output read at or after `at` starts: the mark of a job leased at `at`,
+    /// however late the supervisor hears of the lease.
+    pub fn mark_at(&self, at: std::time::Instant) -> u64 {
+        self.0.lock().map(|t| t.lines.iter().find(|(when, _)| *when >= at).map_or(t.written, |l| l.1)).unwrap_or(0)
+    }
+
+    /// The kept tail: the last [`STDERR_TAIL_BYTES`] the process wrote.
     pub fn text(&self) -> String {
-        let bytes: Vec<u8> = self.0.lock().map(|t| t.iter().copied().collect()).unwrap_or_default();
+        self.text_since(0)
+    }
+
+    /// What the process wrote after `mark` (of it, what the tail still keeps): the
+    /// evidence of one job, without what earlier jobs logged.
+    pub fn text_since(&self, mark: u64) -> String {
+        let bytes: Vec<u8> = self
+            .0
+            .lock()
+            .map(|t| {
+                let kept_from = t.written - t.kept.len() as u64;
+                let skip = usize::try_from(mark.saturating_sub(kept_from)).unwrap_or(usize::MAX);
+                t.kept.iter().skip(skip).copied().collect()
+            })
+            .unwrap_or_default();
         String::from_utf8_lossy(&bytes).into_owned()
     }
 }
@@ -87,24 +131,10 @@ type Request = (SpawnSpec, oneshot::Sender<Result<Spawned, SpawnError>>);
 /// Checks that `program` names an executable file (a path, or a name on the clean
 /// PATH workers get), so a pool whose command cannot start is refused up front.
 pub fn check_command(pool: &str, program: &str) -> Result<(), SpawnError> {
-    use std::os::unix::fs::PermissionsExt;
-    let err = |msg: String| SpawnError { pool: pool.to_string(), command: program.to_string(), error: std::io::Error::new(std::io::ErrorKind::NotFound, msg) };
-    let candidates: Vec<PathBuf> = if program.contains('/') {
-        vec![PathBuf::from(program)]
-    } else {
-        CLEAN_PATH.split(':').map(|d| PathBuf::from(d).join(program)).collect()
-    };
-    for c in &candidates {
-        if let Ok(meta) = std::fs::metadata(c) {
-            if meta.is_file() && meta.permissions().mode() & 0o111 != 0 {
-                return Ok(());
-            }
-            if meta.is_file() {
-                return Err(err(format!("{} is not executable", c.display())));
-            }
-        }
+    match crate::config::program_problem(program) {
+        None => Ok(()),
+        Some(msg) => Err(SpawnError { pool: pool.to_string(), command: program.to_string(), error: std::io::Error::new(std::io::ErrorKind::NotFound, msg) }),
     }
-    Err(err(if program.contains('/') { "no such file".into() } else { format!("not found on PATH ({CLEAN_PATH})") }))
 }
 
 /// Handle to the spawner thread. Cheap to clone.
@@ -234,5 +264,29 @@ fn pump(stream: impl Read, which: &str, pool: &str, worker: &str, pid: u32, tail
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tail_gives_what_was_written_since_a_mark() {
+        let t = Tail::default();
+        t.push(b"MemoryError\n");
+        let mark = t.mark();
+        t.push(b"Segmentation fault\n");
+        assert_eq!(t.text_since(mark), "Segmentation fault\n");
+        assert_eq!(t.text(), "MemoryError\nSegmentation fault\n");
+        // A mark older than the kept window gives the whole window.
+        t.push(&vec![b'x'; STDERR_TAIL_BYTES]);
+        assert_eq!(t.text_since(mark).len(), STDERR_TAIL_BYTES);
+        assert_eq!(t.text_since(t.mark()), "");
+        let t = Tail::default();
+        t.push(b"earlier job\n");
+        let leased = std::time::Instant::now();
+        t.push(b"this job\n");
+        assert_eq!(t.text_since(t.mark_at(leased)), "this job\n");
     }
 }

@@ -319,7 +319,8 @@ impl Worker {
 
 /// A minimal valid final submission with `n` nodes.
 /// The core's submission hash of a job's submissions: blake3 over the hex blake3 of
-/// each one, in `seq` order.
+/// each one, in `seq` order. Pass each with the core ids of earlier submissions of its
+/// lease already written as their positions (`@<seq>.<index>`, README).
 pub fn submission_hash<'a>(parts: impl IntoIterator<Item = &'a [u8]>) -> String {
     let mut h = blake3::Hasher::new();
     for part in parts {

@@ -4,6 +4,7 @@ It runs the real harness (`WorkerConsumer`) and serves `txt`; the job's option `
 picks what happens while it holds the job:
 
 - ok:          a normal single-node submission
+- log_memory:  logs a line with "MemoryError" to stderr, then fails cleanly (invalid_input)
 - memory:      allocates until MemoryError (under RLIMIT_AS the harness exits 86)
 - abort_alloc: prints a native allocation failure to stderr, then aborts (SIGABRT)
 - segv:        reads address 0 (SIGSEGV)
@@ -20,11 +21,15 @@ import subprocess
 import sys
 import time
 
-from workers_common import IngestionResultBuilder, Job, WorkerConsumer
+from workers_common import IngestionResultBuilder, InvalidInput, Job, WorkerConsumer
 
 
 def handle(job: Job) -> bytes:
     mode = job.options.get("mode", "ok")
+    if mode == "log_memory":
+        sys.stderr.write("warning: a MemoryError was caught and handled\n")
+        sys.stderr.flush()
+        raise InvalidInput("refused after logging")
     if mode == "memory":
         hoard = []
         while True:

@@ -18,6 +18,7 @@ from workers_common.conformance import (
     check_spans,
     check_submissions,
     run_handler,
+    submission_hash,
 )
 from workers_common.wire import canonical_json
 
@@ -174,3 +175,21 @@ def test_determinism_catches_environment_leaks(
 def test_determinism_reports_a_crashing_handler(source: Path) -> None:
     with pytest.raises(AssertionError, match="exited 1"):
         check_determinism("example_worker:no_such_handler", source, format="txt")
+
+
+def test_submission_hash_counts_stand_in_ids_as_positions() -> None:
+    """A later partial's reference to an id the (stand-in) core assigned hashes as the
+    node's position, as the core hashes its own `n<number>` ids: the README's definition."""
+    import blake3
+
+    first = b'{"nodes":[{"labels":["TABLE"]},{"id":"x","labels":["A"]}],"v":1}'
+    later = (
+        b'{"canonicalText":"see node-0-0",'
+        b'"relationships":[{"fromId":"node-0-0","toId":"x","type":"R"}],"v":1}'
+    )
+    as_positions = later.replace(b'"fromId":"node-0-0"', b'"fromId":"@0.0"')
+    digests = blake3.blake3(first).hexdigest() + blake3.blake3(as_positions).hexdigest()
+    assert submission_hash([first, later]) == blake3.blake3(digests.encode()).hexdigest()
+    # A submission without such references hashes as its bytes.
+    single = blake3.blake3(blake3.blake3(later).hexdigest().encode()).hexdigest()
+    assert submission_hash([later]) == single

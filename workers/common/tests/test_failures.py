@@ -71,3 +71,18 @@ def test_cap_utf8_edges() -> None:
     assert cap_utf8("abc", 2) == "ab"
     assert cap_utf8("😀", 3) == ""
     assert cap_utf8("", 0) == ""
+
+
+def test_worker_failures_are_the_shared_taxonomy() -> None:
+    """Every typed failure a worker raises is a worker-raised kind of rules.json (which the
+    core reads too), with the same default permanence."""
+    from workers_common import failures
+    from workers_common._proto import wire_rules
+
+    table = {kind: (permanent, by) for kind, permanent, by in wire_rules.FAILURE_KINDS}
+    classes: list[type[failures.WorkerFailure]] = [failures.WorkerFailure]
+    classes += failures.WorkerFailure.__subclasses__()
+    for cls in classes:
+        assert table[cls.kind] == (cls.permanent, "worker"), cls
+    raised = {kind for kind, (_, by) in table.items() if by == "worker"}
+    assert {cls.kind for cls in classes} == raised

@@ -11,11 +11,14 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from ._proto import wire_rules
+
 __all__ = ["ConfigError", "WorkerConfig"]
 
 _HOST_PORT = re.compile(r"(?P<host>\[[0-9A-Fa-f:.]+\]|[^\s:/\[\]]+):(?P<port>[0-9]{1,5})\Z")
 # Format names are lowercase, like the core's ("csv", "code-archive").
-_FORMAT = re.compile(r"[a-z0-9][a-z0-9_.+-]*\Z")
+# The format-name rule the core applies too (proto/telha/v1/rules.json).
+_FORMAT = re.compile(wire_rules.FORMAT_PATTERN + r"\Z")
 
 
 class ConfigError(Exception):
@@ -78,7 +81,7 @@ def _token(value: str) -> str:
 def _formats(value: str) -> tuple[str, ...]:
     formats = tuple(part.strip() for part in value.split(","))
     for fmt in formats:
-        if not _FORMAT.match(fmt):
+        if not _FORMAT.match(fmt) or len(fmt) > wire_rules.MAX_FORMAT_BYTES:
             raise ConfigError(f"TELHA_FORMATS={value!r}: {fmt!r} is not a format name")
     # Order kept as given; duplicates are dropped so the core sees each format once.
     return tuple(dict.fromkeys(formats))

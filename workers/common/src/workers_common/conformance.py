@@ -31,6 +31,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ._proto import wire_rules
 from .driver import Handler, drive
 from .job import Job
 from .rpc import Submitted
@@ -184,6 +185,30 @@ def check_submissions(submissions: Sequence[bytes]) -> None:
         if final != (seq == last):
             raise AssertionError(f"submission {seq}: only the last submission may be final")
         _check_refs(seq, sub)
+        _check_caps(seq, sub, len(raw))
+
+
+# The core's per-submission caps ([graph] defaults, proto/telha/v1/rules.json): a
+# submission over one fails its attempt as `protocol`.
+_CAPPED_LISTS = {
+    "spans": "max_spans",
+    "nodes": "max_nodes",
+    "relationships": "max_relationships",
+    "childJobs": "max_child_jobs",
+    "ambiguities": "max_ambiguities",
+}
+
+
+def _check_caps(seq: int, sub: Mapping[str, Any], size: int) -> None:
+    text = sub.get("canonicalText", "")
+    if isinstance(text, str) and len(text.encode()) > wire_rules.CAPS["max_text_bytes"]:
+        raise AssertionError(f"submission {seq}: canonicalText is over [graph].max_text_bytes")
+    for key, cap in _CAPPED_LISTS.items():
+        if len(sub.get(key, [])) > wire_rules.CAPS[cap]:
+            raise AssertionError(f"submission {seq}: {key} is over [graph].{cap}")
+    for i, node in enumerate(sub.get("nodes", [])):
+        if len(node.get("labels", [])) > wire_rules.CAPS["max_labels_per_node"]:
+            raise AssertionError(f"submission {seq}: nodes[{i}] is over max_labels_per_node")
 
 
 # -- golden files ----------------------------------------------------------------------------
@@ -300,11 +325,38 @@ if __name__ == "__main__":
 
 
 def submission_hash(submissions: Sequence[bytes]) -> str:
-    """The core's `submission_hash` of a job that sent `submissions` (in `seq` order):
-    blake3 over the hex blake3 of each one. For end-to-end tests that check that what
-    the core stored is byte for byte what the handler produced; blake3 is a test
-    dependency, so it is imported here rather than by the module."""
+    """The core's `submission_hash` of a job that sent `submissions` (in `seq` order), as
+    the README defines it: blake3 over the hex blake3 of each submission, where every JSON
+    string token that is an id the core assigned earlier in the job is replaced by that
+    node's position `@<seq>.<index>`. Here the ids are the stand-in core's (`node-S-I`,
+    see `run_handler`); the core does the same with its `n<number>` ids, so the hash
+    depends on the input bytes only. blake3 is a test dependency, so it is imported here
+    rather than by the module."""
     import blake3
 
-    digests = b"".join(blake3.blake3(s).hexdigest().encode() for s in submissions)
-    return str(blake3.blake3(digests).hexdigest())
+    assigned: dict[bytes, bytes] = {}
+    digests = []
+    for seq, raw in enumerate(submissions):
+        digests.append(blake3.blake3(_as_positions(raw, assigned)).hexdigest().encode())
+        for index, node in enumerate(json.loads(raw).get("nodes", [])):
+            if not node.get("id"):
+                assigned[f"node-{seq}-{index}".encode()] = f"@{seq}.{index}".encode()
+    return str(blake3.blake3(b"".join(digests)).hexdigest())
+
+
+def _as_positions(raw: bytes, assigned: Mapping[bytes, bytes]) -> bytes:
+    """`raw` with every string token whose text is a key of `assigned` replaced by its value
+    (the same scan as the core's `graph::positions::core_refs`: escapes are skipped)."""
+    if not assigned:
+        return raw
+    out, copied, i = bytearray(), 0, 0
+    while (i := raw.find(b'"', i)) >= 0:
+        j = i + 1
+        while j < len(raw) and raw[j] != 0x22:
+            j += 2 if raw[j] == 0x5C else 1
+        position = assigned.get(raw[i + 1 : j])
+        if position is not None:
+            out += raw[copied : i + 1] + position
+            copied = j
+        i = j + 1
+    return bytes(out + raw[copied:]) if copied else raw

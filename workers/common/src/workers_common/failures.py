@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import ClassVar, NamedTuple
 
+from ._proto import wire_rules
+
 __all__ = [
     "FAILURE_REASON_MAX_BYTES",
     "FailureReport",
@@ -22,8 +24,8 @@ __all__ = [
     "describe_failure",
 ]
 
-FAILURE_REASON_MAX_BYTES = 512
-"""The core stores at most this many bytes of a failure reason."""
+FAILURE_REASON_MAX_BYTES = wire_rules.MAX_REASON_BYTES
+"""The core stores at most this many bytes of a failure reason (proto/telha/v1/rules.json)."""
 
 
 class WorkerFailure(Exception):

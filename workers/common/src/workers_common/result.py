@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
+from ._proto import wire_rules
 from .elements import Elements
 from .normalize import normalize_canonical
 from .wire import WIRE_VERSION, EncodedRun, JsonValue, canonical_json, json_value
@@ -40,7 +41,10 @@ __all__ = [
 
 # Labels and edge types are identifiers (PARAGRAPH, IN_REPLY_TO): the core and graph
 # queries name them, so spaces and punctuation would only cause trouble later.
-_IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")
+# The syntax and limits are the core's too: proto/telha/v1/rules.json, read by both sides.
+_IDENTIFIER = re.compile(wire_rules.IDENTIFIER_PATTERN + r"\Z")
+_CORE_ID = re.compile(wire_rules.CORE_ID_PATTERN + r"\Z")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _HEX = re.compile(r"[0-9a-f]{32,128}\Z")
 _CLARIFY_WORDS = frozenset({"true", "1", "yes", "on"})
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -163,11 +167,58 @@ def _identifier(value: object, what: str) -> str:
     if type(value) is str and value in _KNOWN_IDENTIFIERS:
         return value
     text = _text(value, what)
-    if not _IDENTIFIER.match(text):
-        raise BuilderError(f"{what} {text!r} is not an identifier ([A-Za-z][A-Za-z0-9_]*)")
+    if not _IDENTIFIER.match(text) or len(text) > wire_rules.MAX_IDENTIFIER_BYTES:
+        raise BuilderError(
+            f"{what} {text[:64]!r} is not an identifier ({wire_rules.IDENTIFIER_PATTERN},"
+            f" at most {wire_rules.MAX_IDENTIFIER_BYTES} bytes)"
+        )
     if len(_KNOWN_IDENTIFIERS) < 4096:  # bounded: labels are few, a bug could make many
         _KNOWN_IDENTIFIERS.add(text)
     return text
+
+
+def _node_id(value: object, what: str, *, given: bool) -> str:
+    """A node id: 1..=512 UTF-8 bytes without control characters. A worker may refer to
+    an id of the core's form (`n<digits>`) but not give one: those are the core's."""
+    text = _text(value, what)
+    if len(text.encode("utf-8", "surrogatepass")) > wire_rules.MAX_NODE_ID_BYTES or _CONTROL.search(
+        text
+    ):
+        raise BuilderError(
+            f"{what} must be 1..={wire_rules.MAX_NODE_ID_BYTES} bytes without control characters"
+        )
+    if given and _CORE_ID.match(text):
+        raise BuilderError(f"{what} {text!r} has the form of a core-assigned id (n<digits>)")
+    return text
+
+
+def _span_kind(value: object) -> str:
+    kind = _text(value, "span kind")
+    if len(kind.encode("utf-8", "surrogatepass")) > wire_rules.MAX_IDENTIFIER_BYTES or (
+        _CONTROL.search(kind)
+    ):
+        raise BuilderError(
+            f"span kind must be at most {wire_rules.MAX_IDENTIFIER_BYTES} bytes"
+            " without control characters"
+        )
+    return kind
+
+
+def _labels(labels: object) -> list[str]:
+    """A node's labels: identifiers, at least one, at most the per-node cap, no duplicates."""
+    if type(labels) is not list and (isinstance(labels, str) or not isinstance(labels, Sequence)):
+        raise BuilderTypeError("labels must be a sequence of str")
+    checked = [_identifier(label, "label") for label in labels]
+    if not checked:
+        raise BuilderError("a node needs at least one label")
+    if len(checked) > wire_rules.CAPS["max_labels_per_node"]:
+        raise BuilderError(
+            f"{len(checked)} labels is over the limit of"
+            f" {wire_rules.CAPS['max_labels_per_node']} per node"
+        )
+    if len(set(checked)) != len(checked):
+        raise BuilderError(f"duplicate labels in {checked}")
+    return checked
 
 
 def _object(value: object, what: str) -> dict[str, JsonValue]:
@@ -290,7 +341,7 @@ class IngestionResultBuilder:
 
     def add_span_text(self, text: str, *, kind: str = "text") -> SpanRef:
         """Appends (normalized) text and registers its byte range as a span."""
-        kind = _text(kind, "span kind")
+        kind = _span_kind(kind)
         start, end = self._append(text)
         if start == end:
             raise BuilderError("add_span_text: text is empty after normalization")
@@ -318,7 +369,7 @@ class IngestionResultBuilder:
 
     def add_span_range(self, start: int, end: int, *, kind: str = "text") -> SpanRef:
         """Registers the byte range [start, end) of the canonical text (global offsets)."""
-        kind = _text(kind, "span kind")
+        kind = _span_kind(kind)
         begin = self._check_offset(start, "start")
         finish = self._check_offset(end, "end")
         if begin >= finish:
@@ -360,15 +411,7 @@ class IngestionResultBuilder:
         id: str | None = None,
     ) -> NodeRef:
         """Adds a node; `id` makes it a deterministic identity the core upserts on."""
-        if type(labels) is not list and (
-            isinstance(labels, str) or not isinstance(labels, Sequence)
-        ):
-            raise BuilderTypeError("labels must be a sequence of str")
-        checked = [_identifier(label, "label") for label in labels]
-        if not checked:
-            raise BuilderError("a node needs at least one label")
-        if len(set(checked)) != len(checked):
-            raise BuilderError(f"duplicate labels in {checked}")
+        checked = _labels(labels)
         node: dict[str, Any] = {
             "labels": checked,
             "properties": _object(properties or {}, "properties"),
@@ -383,7 +426,7 @@ class IngestionResultBuilder:
                 raise BuilderTypeError("valid_time must be a ValidTime")
             node["validTime"] = valid_time.to_wire()
         if id is not None:
-            node_id = _text(id, "id")
+            node_id = _node_id(id, "id", given=True)
             if node_id in self._node_ids:
                 raise BuilderError(f"id {node_id!r} is already used by a node of this submission")
             self._node_ids.add(node_id)
@@ -423,7 +466,7 @@ class IngestionResultBuilder:
             if ref is not None:
                 edge[f"{end}Ref"] = self._node_index(ref, f"{end}_ref")
             else:
-                edge[f"{end}Id"] = _text(node_id, f"{end}_id")
+                edge[f"{end}Id"] = _node_id(node_id, f"{end}_id", given=False)
         edge["properties"] = _object(properties or {}, "properties")
         self._relationships.append(edge)
 

@@ -127,20 +127,22 @@ class SubmitJobRequest(_message.Message):
     def __init__(self, header: _Optional[_Union[SubmitHeader, _Mapping]] = ..., chunk: _Optional[bytes] = ...) -> None: ...
 
 class SubmitHeader(_message.Message):
-    __slots__ = ("tenant_id", "organization_id", "format", "name", "options_json", "url")
+    __slots__ = ("tenant_id", "organization_id", "format", "name", "options_json", "url", "idempotency_key")
     TENANT_ID_FIELD_NUMBER: _ClassVar[int]
     ORGANIZATION_ID_FIELD_NUMBER: _ClassVar[int]
     FORMAT_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     OPTIONS_JSON_FIELD_NUMBER: _ClassVar[int]
     URL_FIELD_NUMBER: _ClassVar[int]
+    IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
     tenant_id: str
     organization_id: str
     format: str
     name: str
     options_json: str
     url: str
-    def __init__(self, tenant_id: _Optional[str] = ..., organization_id: _Optional[str] = ..., format: _Optional[str] = ..., name: _Optional[str] = ..., options_json: _Optional[str] = ..., url: _Optional[str] = ...) -> None: ...
+    idempotency_key: str
+    def __init__(self, tenant_id: _Optional[str] = ..., organization_id: _Optional[str] = ..., format: _Optional[str] = ..., name: _Optional[str] = ..., options_json: _Optional[str] = ..., url: _Optional[str] = ..., idempotency_key: _Optional[str] = ...) -> None: ...
 
 class GetJobRequest(_message.Message):
     __slots__ = ("job_id", "tenant_id")
@@ -173,14 +175,16 @@ class ListJobsResponse(_message.Message):
     def __init__(self, jobs: _Optional[_Iterable[_Union[Job, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class GetProjectionRequest(_message.Message):
-    __slots__ = ("job_id", "tenant_id", "max_items")
+    __slots__ = ("job_id", "tenant_id", "max_items", "skip")
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     TENANT_ID_FIELD_NUMBER: _ClassVar[int]
     MAX_ITEMS_FIELD_NUMBER: _ClassVar[int]
+    SKIP_FIELD_NUMBER: _ClassVar[int]
     job_id: str
     tenant_id: str
     max_items: int
-    def __init__(self, job_id: _Optional[str] = ..., tenant_id: _Optional[str] = ..., max_items: _Optional[int] = ...) -> None: ...
+    skip: int
+    def __init__(self, job_id: _Optional[str] = ..., tenant_id: _Optional[str] = ..., max_items: _Optional[int] = ..., skip: _Optional[int] = ...) -> None: ...
 
 class ProjectionSpan(_message.Message):
     __slots__ = ("start", "end", "kind")

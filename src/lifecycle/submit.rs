@@ -1,7 +1,7 @@
 //! Accepting a validated submission inside the shared write transaction: fencing,
 //! `seq` order (a re-send is idempotent, a gap fails the attempt as `protocol`),
 //! node ids, the early application of partials and, at the final submission, the
-//! commit that makes the projection visible ([`super::apply`]).
+//! commit that makes the projection visible ([`crate::graph::apply`]).
 //!
 //! Each submission's record carries running totals (text end offset, counts of
 //! nodes, spans, relationships and ambiguities, latest content hash), so accepting
@@ -10,12 +10,13 @@
 use prost::Message;
 use redb::{ReadTransaction, ReadableTable, WriteTransaction};
 
-use super::apply::{self, Bases, Encoded};
-use super::wire::Submission;
+use crate::graph::apply::{self, Bases, Encoded};
+use crate::graph::positions;
+use crate::graph::wire::Submission;
 use crate::failure::FailureKind;
 use crate::store::jobs::{self, FailOutcome, Policy};
 use crate::store::records::{FailureRecord, LeaseRecord, SubmissionRecord};
-use crate::store::state::{transition, Event, JobState};
+use crate::store::state::{Event, JobState};
 use crate::store::tables::{LEASES, META, SUBMISSIONS};
 use crate::store::{StoreError, Tx};
 
@@ -23,7 +24,9 @@ use crate::store::{StoreError, Tx};
 #[derive(Debug, Clone)]
 pub struct Staged {
     pub job_id: u64,
-    pub worker_id: String,
+    /// The submitting worker, when it said (a seed-only worker does not): then the
+    /// lease's holder must be it.
+    pub worker_id: Option<String>,
     pub attempt: u64,
     /// The global text offset the RPC layer validated the spans against.
     pub base: u64,
@@ -33,35 +36,22 @@ pub struct Staged {
     pub props: Encoded,
     /// Per child job: "<blake3>:<size>" of its content, already stored as a blob, or "".
     pub child_blobs: Vec<String>,
+    /// String tokens that look like core ids, for the submission hash ([`crate::graph::positions`]).
+    pub core_refs: Vec<positions::CoreRef>,
 }
 
-/// A job created by a final submission, for the queue.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NewChild {
-    pub id: u64,
-    pub format: String,
-    pub tenant: String,
-}
+pub use crate::graph::apply::NewChild;
 
 #[derive(Debug)]
 pub enum SubmitOutcome {
     /// Stored. `finished` when this was the final submission; `enqueued` are the
     /// child jobs it created.
-    Accepted { node_ids: Vec<String>, finished: bool, lease_deadline: i64, enqueued: Vec<NewChild> },
+    /// `holder` is the worker that held the lease.
+    Accepted { node_ids: Vec<String>, finished: bool, lease_deadline: i64, enqueued: Vec<NewChild>, holder: String },
     /// Not applied: fenced, or for a job that is not leased. Nothing changed.
     Rejected(String),
     /// Malformed in context (a gap in `seq`, a changed re-send): the attempt failed as `protocol`.
     Protocol { reason: String, failed: FailOutcome },
-}
-
-/// The stored record of submission `key` = (job, lease number, seq), if any.
-pub(super) fn record(txn: &WriteTransaction, key: (u64, u64, u32)) -> Result<Option<SubmissionRecord>, StoreError> {
-    let t = txn.open_table(SUBMISSIONS)?;
-    let bytes = t.get(key)?;
-    Ok(match bytes {
-        Some(b) => Some(SubmissionRecord::decode(b.value())?),
-        None => None,
-    })
 }
 
 /// Where submission `seq` of lease `attempt` of `job` starts, as far as a snapshot knows.
@@ -112,18 +102,19 @@ fn allocate_node_numbers(txn: &WriteTransaction, n: u64) -> Result<u64, StoreErr
 pub fn submit(tx: &mut Tx<'_>, s: Staged, policy: &Policy, now: i64) -> Result<SubmitOutcome, StoreError> {
     let seq = s.sub.seq;
     let key = (s.job_id, s.attempt, seq);
-    if let Some(stored) = record(tx.txn, key)? {
+    if let Some(stored) = jobs::submission_record(tx.txn, key)? {
         // A re-send (the worker did not see our reply): same bytes → same answer.
         let same = stored.result_hash == blake3::hash(&s.result_json).to_hex().as_str();
         let same_lease = jobs::load(tx.txn, s.job_id)?.is_some_and(|r| r.lease_seq == s.attempt);
         if same && same_lease {
-            let deadline = jobs::load_lease(tx.txn, s.job_id)?.map(|l| l.deadline).unwrap_or(0);
-            return Ok(SubmitOutcome::Accepted { node_ids: stored.node_ids, finished: !stored.partial, lease_deadline: deadline, enqueued: vec![] });
+            let lease = jobs::load_lease(tx.txn, s.job_id)?;
+            let (deadline, holder) = lease.map(|l| (l.deadline, l.worker_id)).unwrap_or_default();
+            return Ok(SubmitOutcome::Accepted { node_ids: stored.node_ids, finished: !stored.partial, lease_deadline: deadline, enqueued: vec![], holder });
         }
     }
-    let (mut rec, mut lease) = match jobs::fence(tx.txn, s.job_id, Some(&s.worker_id), s.attempt)? {
+    let (mut rec, mut lease) = match jobs::fence(tx.txn, s.job_id, s.worker_id.as_deref(), s.attempt)? {
         Ok(v) => v,
-        Err(reason) => return Ok(SubmitOutcome::Rejected(reason)),
+        Err(fenced) => return Ok(SubmitOutcome::Rejected(fenced.to_string())),
     };
     let expected = {
         let t = tx.txn.open_table(SUBMISSIONS)?;
@@ -139,14 +130,14 @@ pub fn submit(tx: &mut Tx<'_>, s: Staged, policy: &Policy, now: i64) -> Result<S
             kind: FailureKind::Protocol.as_str().into(),
             permanent: policy.is_permanent(FailureKind::Protocol),
             reason: crate::failure::reason(FailureKind::Protocol, &reason),
-            worker_id: s.worker_id.clone(),
+            worker_id: s.worker_id.clone().unwrap_or_default(),
             ..Default::default()
         };
-        let failed = jobs::fail(tx, s.job_id, Some(&s.worker_id), s.attempt, failure, policy, now)?;
+        let failed = super::fail(tx, s.job_id, s.worker_id.as_deref(), s.attempt, failure, policy, now)?;
         return Ok(SubmitOutcome::Protocol { reason, failed });
     }
     let prev = match seq.checked_sub(1) {
-        Some(p) => record(tx.txn, (s.job_id, s.attempt, p))?,
+        Some(p) => jobs::submission_record(tx.txn, (s.job_id, s.attempt, p))?,
         None => None,
     };
     let (base, bases, hash_before) = prev.map(|p| (p.text_end, Bases::after_record(&p), p.content_hash)).unwrap_or_default();
@@ -154,8 +145,9 @@ pub fn submit(tx: &mut Tx<'_>, s: Staged, policy: &Policy, now: i64) -> Result<S
         // Only a worker that sends seq k before seq k-1 was acknowledged gets here.
         return Ok(SubmitOutcome::Rejected(format!("seq {seq} was checked against text offset {} but the text so far ends at {base}: send it again", s.base)));
     }
-    let core_count = s.sub.nodes.iter().filter(|n| n.id.is_none()).count() as u64;
-    let mut next_core = allocate_node_numbers(tx.txn, core_count)?;
+    let fresh: Vec<u32> = s.sub.nodes.iter().enumerate().filter(|(_, n)| n.id.is_none()).map(|(i, _)| u32::try_from(i).unwrap_or(u32::MAX)).collect();
+    let first_core = allocate_node_numbers(tx.txn, fresh.len() as u64)?;
+    let mut next_core = first_core;
     let node_ids: Vec<String> = s
         .sub
         .nodes
@@ -169,6 +161,11 @@ pub fn submit(tx: &mut Tx<'_>, s: Staged, policy: &Policy, now: i64) -> Result<S
         })
         .collect();
     let totals = bases.plus(&s.sub);
+    let result_hash = blake3::hash(&s.result_json).to_hex().to_string();
+    let position_hash = if s.core_refs.is_empty() { result_hash.clone() } else { positions::position_hash(tx.txn, s.job_id, s.attempt, &s.result_json, &s.core_refs)? };
+    if s.sub.partial {
+        positions::record_run(tx.txn, s.job_id, s.attempt, first_core, seq, fresh)?;
+    }
     let mut stored = SubmissionRecord {
         result_json: Vec::new(),
         node_ids: node_ids.clone(),
@@ -180,8 +177,9 @@ pub fn submit(tx: &mut Tx<'_>, s: Staged, policy: &Policy, now: i64) -> Result<S
         ambiguities_total: totals.ambiguities,
         content_hash: s.sub.content_hash.clone().unwrap_or(hash_before),
         child_blobs: s.child_blobs.clone(),
-        result_hash: blake3::hash(&s.result_json).to_hex().to_string(),
+        result_hash,
         deferred_edges: Vec::new(),
+        position_hash,
     };
     if s.sub.partial {
         let part = apply::Part { sub: &s.sub, ids: &node_ids, props: &s.props };
@@ -192,25 +190,30 @@ pub fn submit(tx: &mut Tx<'_>, s: Staged, policy: &Policy, now: i64) -> Result<S
         }
         tx.txn.open_table(SUBMISSIONS)?.insert(key, stored.encode_to_vec().as_slice())?;
         // A partial is a sign of life: it extends the lease like a heartbeat.
-        lease.deadline = lease.deadline.max(now + policy.lease_us);
-        tx.txn.open_table(LEASES)?.insert(s.job_id, lease.encode_to_vec().as_slice())?;
+        jobs::extend_lease(tx.txn, s.job_id, &mut lease, now + policy.lease_us)?;
         rec.updated_at = now;
         jobs::save(tx, Some(JobState::Leased), &rec, now)?;
-        return Ok(SubmitOutcome::Accepted { node_ids, finished: false, lease_deadline: lease.deadline, enqueued: vec![] });
+        return Ok(SubmitOutcome::Accepted { node_ids, finished: false, lease_deadline: lease.deadline, enqueued: vec![], holder: lease.worker_id });
     }
 
-    let fin = apply::Final { sub: &s.sub, result_json: &s.result_json, node_ids: &node_ids, props: &s.props, child_blobs: &s.child_blobs, content_hash: &stored.content_hash };
+    let fin = apply::Final {
+        sub: &s.sub,
+        position_hash: &stored.position_hash,
+        node_ids: &node_ids,
+        props: &s.props,
+        child_blobs: &s.child_blobs,
+        content_hash: &stored.content_hash,
+    };
     let done = apply::finalize(tx, &mut rec, s.attempt, fin, now)?;
     // The staged partials were applied; only the final record stays (without its
     // bytes), so that a re-sent final gets the same answer.
     tx.txn.open_table(SUBMISSIONS)?.insert(key, stored.encode_to_vec().as_slice())?;
-    let old = JobState::Leased;
-    rec.state = u32::from(transition(old, Event::Succeed).map_err(|e| StoreError::Corrupt(e.to_string()))?.code());
-    rec.submission_hash = done.submission_hash;
-    rec.node_count = u32::try_from(done.nodes).unwrap_or(u32::MAX);
-    rec.unchanged = done.unchanged;
-    rec.updated_at = now;
-    rec.next_attempt_at = 0;
-    jobs::save(tx, Some(old), &rec, now)?;
-    Ok(SubmitOutcome::Accepted { node_ids, finished: true, lease_deadline: 0, enqueued: done.enqueued })
+    jobs::apply(tx, &mut rec, Event::Succeed, now, |r, _| {
+        r.submission_hash = done.submission_hash;
+        r.node_count = u32::try_from(done.nodes).unwrap_or(u32::MAX);
+        r.unchanged = done.unchanged;
+        r.next_attempt_at = 0;
+    })?
+    .map_err(|e| StoreError::Corrupt(e.to_string()))?;
+    Ok(SubmitOutcome::Accepted { node_ids, finished: true, lease_deadline: 0, enqueued: done.enqueued, holder: lease.worker_id })
 }

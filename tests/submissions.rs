@@ -1,0 +1,148 @@
+//! Submissions that a careless or hostile worker can send, through the real `telha serve`:
+//! each is refused as `protocol` with the JSON path (never stored altered), bounded in
+//! the work it costs, and streamed jobs hash the same whatever the store already holds.
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::{json, Value};
+use telha::proto::*;
+
+/// Submits a job and takes it with `w`.
+async fn take(s: &Server, w: &mut Worker, name: &str) -> JobPayload {
+    let job = s.submit("t", "txt", name, b"x").await;
+    let j = w.expect_job().await;
+    assert_eq!(j.job_id, job.id);
+    j
+}
+
+/// Sends `result` as the job's only submission and expects a `protocol` refusal whose
+/// reason starts with `want`; the job is then dead and nothing of it was stored.
+async fn refused(s: &Server, w: &mut Worker, result: &str, want: &str) {
+    let j = take(s, w, "bad").await;
+    let r = w.succeed(&j, result).await;
+    assert!(!r.accepted, "accepted: {}", short(result));
+    assert!(r.reason.starts_with(&format!("protocol: {want}")), "reason {:?}, want {want:?}", r.reason);
+    let job = s.job(&j.job_id).await;
+    assert_eq!((job.state.as_str(), job.failures[0].kind.as_str()), ("dead", "protocol"));
+}
+
+fn short(s: &str) -> &str {
+    &s[..s.len().min(200)]
+}
+
+/// A number past float64 (`1e400`) and a value nested deeper than serde's 128 levels
+/// were accepted and stored as `{}`; both are refused with the path inside the properties.
+#[tokio::test]
+async fn properties_that_cannot_be_stored_exactly_are_refused_not_emptied() {
+    let s = Server::start(None);
+    let mut w = Worker::connect(&s, "w", &["txt"]).await;
+    refused(&s, &mut w, r#"{"v":1,"nodes":[{"labels":["A"],"properties":{"ok":1,"x":1e400}}]}"#, "nodes[0].properties.x: ").await;
+    let deep = format!(r#"{{"v":1,"nodes":[{{"labels":["A"],"properties":{{"a":{}1{}}}}}]}}"#, "[".repeat(200), "]".repeat(200));
+    refused(&s, &mut w, &deep, "nodes[0].properties.a").await;
+    let edge = r#"{"v":1,"relationships":[{"type":"R","fromId":"a","toId":"b","properties":{"y":-1e999}}]}"#;
+    refused(&s, &mut w, edge, "relationships[0].properties.y: ").await;
+    // A large but representable number is kept as it was sent.
+    let j = take(&s, &mut w, "big").await;
+    let r = w.succeed(&j, r#"{"v":1,"nodes":[{"labels":["A"],"properties":{"x":1e300}}]}"#).await;
+    assert!(r.accepted, "{}", r.reason);
+    let n = s.client().await.get_node(GetNodeRequest { tenant_id: "t".into(), node_id: r.node_ids[0].clone() }).await.unwrap().into_inner();
+    assert_eq!(serde_json::from_str::<Value>(&n.versions[0].properties_json).unwrap()["x"], json!(1e300));
+}
+
+/// Structs in array form (`"spans":[[0,3,"k"]]`, `"validTime":[1]`) were read as their
+/// fields in order; the wire is objects, so they are refused naming the path.
+#[tokio::test]
+async fn structs_in_array_form_are_refused() {
+    let s = Server::start(None);
+    let mut w = Worker::connect(&s, "w", &["txt"]).await;
+    refused(&s, &mut w, r#"{"v":1,"canonicalText":"abc","spans":[[0,3,"k"]]}"#, "spans[0]: ").await;
+    refused(&s, &mut w, r#"{"v":1,"nodes":[{"labels":["A"],"validTime":[1]}]}"#, "nodes[0].validTime: ").await;
+    refused(&s, &mut w, r#"{"v":1,"nodes":[["A"]]}"#, "nodes[0]: ").await;
+    refused(&s, &mut w, r#"{"v":1,"relationships":[["R",null,"a",null,"b"]]}"#, "relationships[0]: ").await;
+    refused(&s, &mut w, r#"{"v":1,"childJobs":[["txt","c"]]}"#, "childJobs[0]: ").await;
+    let amb = r#"{"v":1,"nodes":[{"labels":["A"]}],"ambiguities":[{"nodeRef":0,"kind":"k","candidates":[["l",0]],"detectorConfidence":0.5,"appliedCandidateConfidence":0.5}]}"#;
+    refused(&s, &mut w, amb, "ambiguities[0].candidates[0]: ").await;
+}
+
+/// 300,000 labels on one node kept a core busy for 20 s (a quadratic duplicate check);
+/// labels per node are capped (`[graph] max_labels_per_node`) and the answer is quick.
+#[tokio::test]
+async fn a_node_with_too_many_labels_is_refused_quickly() {
+    let s = Server::start(None);
+    let mut w = Worker::connect(&s, "w", &["txt"]).await;
+    let labels: Vec<String> = (0..300_000).map(|i| format!("L{i}")).collect();
+    let result = json!({"v":1,"nodes":[{"labels":labels}]}).to_string();
+    let started = Instant::now();
+    refused(&s, &mut w, &result, "nodes[0].labels: 300000 is over the limit of 256").await;
+    assert!(started.elapsed() < Duration::from_secs(5), "took {:?}", started.elapsed());
+    // Under the cap, many distinct labels pass (the check is linear).
+    let j = take(&s, &mut w, "many").await;
+    let labels: Vec<String> = (0..256).map(|i| format!("L{i}")).collect();
+    let r = w.succeed(&j, &json!({"v":1,"nodes":[{"labels":labels}]}).to_string()).await;
+    assert!(r.accepted, "{}", r.reason);
+}
+
+/// A streamed job whose later partials point at a node the core named in partial 0 (as
+/// the tabular worker's rows point at their TABLE).
+fn streamed(table_id: &str) -> [String; 3] {
+    [
+        json!({"v":1,"seq":0,"partial":true,"canonicalText":"T","spans":[{"start":0,"end":1}],"nodes":[{"labels":["TABLE"],"spanRefs":[0]},{"labels":["ROW"],"properties":{"i":0}}]}).to_string(),
+        json!({"v":1,"seq":1,"partial":true,"nodes":[{"labels":["ROW"],"properties":{"i":1}}],"relationships":[{"type":"HAS_ROW","fromId":table_id,"toRef":0}]}).to_string(),
+        json!({"v":1,"seq":2,"partial":false,"nodes":[{"labels":["ROW"],"properties":{"i":2}}],"relationships":[{"type":"HAS_ROW","fromId":table_id,"toRef":0},{"type":"NEXT","fromId":"elsewhere:1","toRef":0}]}).to_string(),
+    ]
+}
+
+/// Runs the streamed job on `s` and returns its submission hash.
+async fn streamed_hash(s: &Server, w: &mut Worker) -> String {
+    let j = take(s, w, "table.csv").await;
+    let first = w.succeed(&j, &streamed("")[0]).await;
+    assert!(first.accepted, "{}", first.reason);
+    let parts = streamed(&first.node_ids[0]);
+    for p in &parts[1..] {
+        let r = w.succeed(&j, p).await;
+        assert!(r.accepted, "{}", r.reason);
+    }
+    let job = s.job(&j.job_id).await;
+    assert_eq!(job.state, "succeeded");
+    job.submission_hash
+}
+
+/// The same multi-partial job into an empty store and into a busy one gives the same
+/// hash: the core-assigned id in later partials is hashed as its position (`@0.0`,
+/// seq 0, node 0), which is what the documented definition computes from the bytes.
+#[tokio::test]
+async fn a_streamed_job_hashes_the_same_into_a_busy_store() {
+    let empty = Server::start(None);
+    let mut w = Worker::connect(&empty, "w", &["txt"]).await;
+    let fresh = streamed_hash(&empty, &mut w).await;
+
+    let busy = Server::start(None);
+    let mut w = Worker::connect(&busy, "w", &["txt"]).await;
+    let j = take(&busy, &mut w, "other").await;
+    assert!(w.succeed(&j, &result_with_nodes(7)).await.accepted);
+    let again = streamed_hash(&busy, &mut w).await;
+    assert_eq!(fresh, again);
+    let positions = streamed("@0.0");
+    assert_eq!(fresh, submission_hash(positions.iter().map(|p| p.as_bytes())));
+}
+
+/// A partial whose predecessor never comes held the call 30 s while a short lease ran
+/// out (the job retried as `lease_expired`). The wait is bounded by
+/// `[jobs] partial_wait_secs`, keeps the lease alive, and a real gap is `protocol`.
+#[tokio::test]
+async fn an_early_partial_waits_a_bounded_time_and_a_gap_is_protocol() {
+    let s = Server::start(Some("max_attempts = 3\nlease_secs = 1\npartial_wait_secs = 2.5\nbackoff_base_ms = 50\nbackoff_max_ms = 100"));
+    let mut w = Worker::connect(&s, "w", &["txt"]).await;
+    let j = take(&s, &mut w, "gap").await;
+    let started = Instant::now();
+    let early = json!({"v":1,"seq":1,"partial":true,"canonicalText":"b"}).to_string();
+    let r = tokio::time::timeout(Duration::from_secs(10), w.succeed(&j, &early)).await.expect("answered within 10 s");
+    assert!(!r.accepted);
+    assert!(r.reason.starts_with("protocol: seq: 1 leaves a gap: seq 0 of this lease was not accepted within 2.5 s"), "{}", r.reason);
+    assert!(started.elapsed() >= Duration::from_millis(2400), "answered after {:?}", started.elapsed());
+    let job = s.job(&j.job_id).await;
+    assert_eq!(job.state, "dead", "{job:?}");
+    assert_eq!(job.failures.iter().map(|f| f.kind.as_str()).collect::<Vec<_>>(), vec!["protocol"]);
+}
