@@ -387,6 +387,30 @@ async fn child_jobs_dedup_across_two_parents() {
     assert_eq!(other.tenant_id, "u");
 }
 
+/// A partial that carries only child jobs and an edge to a node of another job (no nodes of
+/// its own: the code worker's archive fan-out) is applied at the final commit like any other.
+#[tokio::test]
+async fn a_partial_without_nodes_carries_child_jobs_and_deferred_edges() {
+    let s = Server::start(None);
+    let mut w = Worker::connect(&s, "w", &["txt"]).await;
+    let j = take(&s, &mut w, "t", "archive").await;
+    let p0 = json!({"v":1,"seq":0,"partial":true,"nodes":[{"labels":["REPOSITORY"],"id":"repo:1"}]});
+    assert!(w.succeed(&j, &p0.to_string()).await.accepted);
+    let p1 = json!({"v":1,"seq":1,"partial":true,
+        "relationships":[{"type":"DEPENDS_ON","fromId":"repo:1","toId":"pkg:elsewhere"}],
+        "childJobs":[{"format":"txt","name":"file:a","contentB64":"YQ=="}]});
+    let r1 = w.succeed(&j, &p1.to_string()).await;
+    assert!(r1.accepted, "{}", r1.reason);
+    let fin = json!({"v":1,"seq":2,"partial":false});
+    let rf = w.succeed(&j, &fin.to_string()).await;
+    assert!(rf.accepted, "{}", rf.reason);
+    let job = s.job(&j.job_id).await;
+    assert_eq!((job.state.as_str(), job.children.len()), ("succeeded", 1), "{job:?}");
+    let repo = node(&s, "t", "repo:1").await.unwrap();
+    assert_eq!(repo.edges_out.len(), 1);
+    assert!(repo.edges_out[0].to_dangling);
+}
+
 /// A content-less child named `url:<URL>` (the web worker's crawl fan-out) is a URL job for
 /// that URL; the same name from another page is the same job, so a link cycle stops.
 #[tokio::test]

@@ -458,6 +458,10 @@ impl<'t> Projector<'t> {
     /// deferred ones' versions filled in at a `Deferred` pass.
     fn nodes(&mut self, sub: &Submission, ids: &[String], props: &Encoded, b: Bases, pass: Pass) -> Result<(), StoreError> {
         let key = (self.job, sub.seq);
+        if pass == Pass::Deferred && sub.nodes.is_empty() {
+            // A partial of child jobs or edges alone projected no nodes and stored no record.
+            return Ok(());
+        }
         let mut projected = if pass == Pass::Deferred {
             let stored = self.job_nodes.get(key)?.map(|g| ProjectedNodes::decode(g.value())).transpose()?;
             stored.ok_or_else(|| corrupt(format!("job {} seq {}: projected nodes are missing", self.job, sub.seq)))?.nodes
