@@ -13,8 +13,10 @@ from workers_common import (
     BuilderTypeError,
     Candidate,
     IngestionResultBuilder,
+    TooLarge,
     ValidTime,
 )
+from workers_common._proto import wire_rules
 from workers_common.result import clarify_enabled
 
 
@@ -543,3 +545,22 @@ def test_builder_errors_are_value_and_type_errors() -> None:
     assert issubclass(BuilderError, ValueError)
     assert issubclass(BuilderTypeError, TypeError)
     assert issubclass(BuilderTypeError, BuilderError)
+
+
+def test_a_submission_over_the_cores_caps_is_too_large_not_a_protocol_refusal() -> None:
+    """One node or byte past a [graph] default cap (rules.json) raises TooLarge at build,
+    naming the cap; at the cap it builds."""
+    nodes = wire_rules.CAPS["max_nodes"]
+    builder = IngestionResultBuilder()
+    for _ in range(nodes):
+        builder.add_node(["ROW"])
+    assert len(builder.build()["nodes"]) == nodes
+    builder.add_node(["ROW"])
+    with pytest.raises(TooLarge, match=r"max_nodes"):
+        builder.build()
+    text = IngestionResultBuilder()
+    text.set_canonical_text("x" * (wire_rules.CAPS["max_text_bytes"] + 1))
+    with pytest.raises(TooLarge, match=r"max_text_bytes") as raised:
+        text.to_json()
+    assert raised.value.kind == "too_large"
+    assert raised.value.permanent

@@ -25,6 +25,7 @@ from typing import Any, Literal
 
 from ._proto import wire_rules
 from .elements import Elements
+from .failures import TooLarge
 from .normalize import normalize_canonical
 from .wire import WIRE_VERSION, EncodedRun, JsonValue, canonical_json, json_value
 
@@ -582,7 +583,12 @@ class IngestionResultBuilder:
         `partial` sets the streaming flag (a generator handler yields `build(partial=False)`
         to finish the job); left None, the key is absent and the consumer decides. An array
         that got encoded runs is an EncodedArray (canonical_json splices it), else a list.
+
+        A submission over one of the core's per-submission caps (its `[graph]` defaults,
+        rules.json) raises TooLarge naming the cap, so the job ends as a permanent
+        `too_large` with its counts instead of a `protocol` refusal by the core.
         """
+        self._check_caps()
         out: dict[str, Any] = {
             "v": WIRE_VERSION,
             "canonicalText": self.canonical_text,
@@ -603,6 +609,22 @@ class IngestionResultBuilder:
                 raise BuilderTypeError("partial must be bool")
             out["partial"] = partial
         return out
+
+    def _check_caps(self) -> None:
+        counts = (
+            ("max_text_bytes", len(self._bytes), "bytes of canonical text"),
+            ("max_spans", len(self._spans), "spans"),
+            ("max_nodes", len(self._nodes), "nodes"),
+            ("max_relationships", len(self._relationships), "relationships"),
+            ("max_child_jobs", len(self._child_jobs), "child jobs"),
+            ("max_ambiguities", len(self._ambiguities), "ambiguities"),
+        )
+        for cap, count, what in counts:
+            if count > wire_rules.CAPS[cap]:
+                raise TooLarge(
+                    f"the projection has {count} {what}, over the {wire_rules.CAPS[cap]} one"
+                    f" submission may carry ([graph].{cap})"
+                )
 
     def to_json(self, *, partial: bool | None = None) -> bytes:
         """Returns the submission as canonical UTF-8 JSON, for IngestionResult.result_json."""
