@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import blake3
 
-from workers_common import IngestionResultBuilder, NodeRef, TooLarge
+from workers_common import SUBMISSION_CAPS, IngestionResultBuilder, NodeRef, TooLarge
 
 from .languages import Spec
 from .languages.base import FileContext, body_start, one_line
@@ -25,11 +25,10 @@ from .symbols import CLASS_LIKE, Definition, FileModel, analyze
 __all__ = ["FileIdentity", "file_id", "project_file", "symbol_id"]
 
 _IMPORTS_LISTED = 500
-MAX_NODES = 100_000
-MAX_RELATIONSHIPS = 200_000
-"""The core's default per-submission caps ([graph] max_nodes, max_relationships): a file
-that projects to more (a generated table of 100,000 functions) is too_large here, with
-its counts, rather than a `protocol` refusal from the core."""
+MAX_NODES = SUBMISSION_CAPS["max_nodes"]
+MAX_RELATIONSHIPS = SUBMISSION_CAPS["max_relationships"]
+"""The core's default per-submission caps (rules.json): a file that projects to more (a
+generated table of 100,000 functions) is too_large before it is projected, with its counts."""
 
 
 @dataclass(frozen=True, slots=True)

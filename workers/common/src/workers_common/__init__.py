@@ -36,6 +36,7 @@ from .heartbeat import HEARTBEAT_INTERVAL_SECS
 from .job import Content, Job
 from .normalize import normalize_canonical
 from .result import (
+    SUBMISSION_CAPS,
     BuilderError,
     BuilderTypeError,
     Candidate,
@@ -52,6 +53,7 @@ __all__ = [
     "EXIT_OOM",
     "FAILURE_REASON_MAX_BYTES",
     "HEARTBEAT_INTERVAL_SECS",
+    "SUBMISSION_CAPS",
     "BuilderError",
     "BuilderTypeError",
     "Candidate",

@@ -43,6 +43,10 @@ __all__ = [
 # Labels and edge types are identifiers (PARAGRAPH, IN_REPLY_TO): the core and graph
 # queries name them, so spaces and punctuation would only cause trouble later.
 # The syntax and limits are the core's too: proto/telha/v1/rules.json, read by both sides.
+SUBMISSION_CAPS: Mapping[str, int] = wire_rules.CAPS
+"""The core's default per-submission caps by `[graph]` key (rules.json): `build()` raises
+TooLarge past one; a worker may check its own estimate earlier with the same numbers."""
+
 _IDENTIFIER = re.compile(wire_rules.IDENTIFIER_PATTERN + r"\Z")
 _CORE_ID = re.compile(wire_rules.CORE_ID_PATTERN + r"\Z")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
@@ -620,9 +624,9 @@ class IngestionResultBuilder:
             ("max_ambiguities", len(self._ambiguities), "ambiguities"),
         )
         for cap, count, what in counts:
-            if count > wire_rules.CAPS[cap]:
+            if count > SUBMISSION_CAPS[cap]:
                 raise TooLarge(
-                    f"the projection has {count} {what}, over the {wire_rules.CAPS[cap]} one"
+                    f"the projection has {count} {what}, over the {SUBMISSION_CAPS[cap]} one"
                     f" submission may carry ([graph].{cap})"
                 )
 
