@@ -126,7 +126,11 @@ async fn retryable_failures_back_off_then_dead_then_retry() {
         if attempt > 0 {
             // Equal jitter: at least half of base · 2^(attempts-1) passed before redelivery.
             let floor = Duration::from_millis(100 << (attempt - 1));
-            assert!(failed_at.elapsed() >= floor, "attempt {attempt} redelivered after {:?}", failed_at.elapsed());
+            let elapsed = failed_at.elapsed();
+            if elapsed < floor {
+                let v = s.job(&job.id).await;
+                panic!("attempt {attempt} redelivered after {elapsed:?}: lease {} of job {} ({}), failures {:?}, next_attempt_at {} updated_at {}", j.attempt, j.job_id, job.id, v.failures.iter().map(|f| (f.attempt, f.kind.clone(), f.at)).collect::<Vec<_>>(), v.next_attempt_at, v.updated_at);
+            }
         }
         // Before the call: the commit that starts the backoff comes after this instant.
         failed_at = std::time::Instant::now();
@@ -134,7 +138,7 @@ async fn retryable_failures_back_off_then_dead_then_retry() {
         let now = s.job(&job.id).await;
         let kinds: Vec<_> = now.failures.iter().map(|f| (f.attempt, f.kind.as_str(), f.permanent)).collect();
         let expected: Vec<_> = (1..=u64::from(attempt) + 1).map(|a| (a, "transient", false)).collect();
-        assert_eq!(kinds, expected, "the failure history after try {attempt}");
+        assert_eq!(kinds, expected, "the failure history after try {attempt}: {:?}", now.failures.iter().map(|f| (&f.reason, f.at)).collect::<Vec<_>>());
         if attempt < 2 {
             match now.state.as_str() {
                 "retrying" => assert!(now.next_attempt_at > now.updated_at, "no backoff scheduled"),
