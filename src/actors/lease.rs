@@ -1,70 +1,86 @@
-//! The lease actor: owns lease liveness. Its handle ([`Leases`]) grants leases for
-//! the queue, extends them on heartbeats, applies submissions and failures (fenced
-//! by lease number), and its actor task keeps the timers: lease expiry (→
-//! `lease_expired`) and retry backoff (→ queued again).
+//! The lease actor: owns lease liveness. It grants leases for the queue, extends
+//! them on heartbeats, applies submissions and failures (fenced by lease number),
+//! and keeps the timers: lease expiry (→ `lease_expired`) and retry backoff (→
+//! queued again).
+//!
+//! [`Leases`] is a handle holding only a sender; every request is a [`Msg`] with a
+//! oneshot reply. The actor owns the store handle, the policy and whom to tell of a
+//! lease's end, and runs each request's store work on a task of its own (a `JoinSet`
+//! it owns), so its loop never waits for a commit and many concurrent requests meet
+//! in the store writer's group commit. A task's follow-ups (timers to arm or drop)
+//! come back through the `JoinSet`, applied before the request's reply is sent; the
+//! actor holds no sender to its own inbox.
 //!
 //! Timers are soft: a timer that fires re-checks the stored lease inside a write
 //! transaction, so a heartbeat that moved the deadline only costs one re-arm, and
 //! a lease that ended is never expired twice.
 use std::collections::{BTreeSet, HashMap};
+use std::future::Future;
 use std::sync::Arc;
 
 use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio::task::JoinSet;
 use tokio::time::Instant;
 
-use super::queue::{JobSender, Queue, ReadyJob};
-use super::{ActorGone, CoreEvent};
+use super::queue::{Delivery, JobSender, ReadyJob, Returned, ReturnSender};
+use super::{ActorGone, CoreError, CoreEvent};
 use crate::lifecycle::{self, submit::{self, Staged, SubmitOutcome}};
 use crate::store::jobs::{self, ExpireOutcome, FailOutcome, Policy};
 use crate::store::records::FailureRecord;
 use crate::store::{Store, StoreError};
 use crate::time::now_us;
 
+type Reply<T> = oneshot::Sender<Result<T, StoreError>>;
+
 enum Msg {
-    Track { id: u64, attempt: u64, deadline: i64 },
-    Untrack { id: u64 },
+    /// Lease `job` to `worker` and send it down the worker's stream (from the queue).
+    Grant { job: ReadyJob, worker: String, tx: JobSender },
+    Submit { sub: Box<Staged>, reply: Reply<SubmitOutcome> },
+    Heartbeat { worker: String, items: Vec<(u64, Option<u64>)>, reply: Reply<(Vec<u64>, i64)> },
+    KeepAlive { id: u64, attempt: u64, reply: Reply<()> },
+    Fail { id: u64, worker: Option<String>, attempt: u64, failure: Box<FailureRecord>, reply: Reply<FailOutcome> },
+    FailWorker { worker: String, failure: Box<FailureRecord>, reply: Reply<Vec<u64>> },
+    ReleaseWorker { worker: String, reply: Reply<Vec<u64>> },
+    /// A lease ended outside this actor (a client's cancel, committed by the core).
+    Ended { id: u64, worker: String },
     Schedule { id: u64, due: i64 },
     Count(oneshot::Sender<(usize, usize)>),
-    /// Stop the timers (what they guard is in the store, and is restored at the next start).
+    /// Finish the requests in flight, then stop the timers (what they guard is in the
+    /// store, and is restored at the next start).
     Shutdown { reply: oneshot::Sender<()> },
 }
 
-/// Handle to the lease actor. Cheap to clone.
+/// Handle to the lease actor: only a sender. Cheap to clone.
 #[derive(Clone)]
 pub struct Leases {
+    /// Bounded: callers are RPC handlers, pool actors and the queue's short grant
+    /// tasks; the actor never sends to another actor's bounded inbox, so there is no
+    /// cycle to deadlock on.
     tx: mpsc::Sender<Msg>,
-    store: Store,
-    policy: Arc<Policy>,
-    queue: Queue,
-    events: broadcast::Sender<CoreEvent>,
 }
 
-pub(super) struct LeaseInbox(mpsc::Receiver<Msg>);
-
 impl Leases {
-    pub(super) fn new(store: Store, policy: Arc<Policy>, queue: Queue, events: broadcast::Sender<CoreEvent>) -> (Self, LeaseInbox) {
+    /// Starts the actor. `returned` is the queue's lossless inbox for credits and
+    /// requeued jobs; `events` tells the pool actors who holds what.
+    pub(super) fn start(store: Store, policy: Arc<Policy>, returned: ReturnSender, events: broadcast::Sender<CoreEvent>) -> Self {
         let (tx, rx) = mpsc::channel(8192);
-        (Self { tx, store, policy, queue, events }, LeaseInbox(rx))
-    }
-
-    pub(super) fn start(&self, inbox: LeaseInbox) {
-        let ctx = TimerCtx { store: self.store.clone(), policy: self.policy.clone(), queue: self.queue.clone(), events: self.events.clone() };
-        let actor = LeaseActor { rx: inbox.0, ctx, tasks: tokio::task::JoinSet::new(), expiries: BTreeSet::new(), tracked: HashMap::new(), retries: BTreeSet::new() };
+        let ctx = Ctx { store, policy, returned, events };
+        let actor = LeaseActor { rx, ctx, tasks: JoinSet::new(), expiries: BTreeSet::new(), tracked: HashMap::new(), retries: BTreeSet::new() };
         tokio::spawn(actor.run());
+        Self { tx }
     }
 
     async fn send(&self, msg: Msg) -> Result<(), ActorGone> {
         self.tx.send(msg).await.map_err(|_| ActorGone("lease"))
     }
 
-    pub fn policy(&self) -> &Policy {
-        &self.policy
+    async fn call<T>(&self, msg: impl FnOnce(Reply<T>) -> Msg) -> Result<T, CoreError> {
+        let (reply, rx) = oneshot::channel();
+        self.send(msg(reply)).await?;
+        Ok(rx.await.map_err(|_| ActorGone("lease"))??)
     }
 
-    pub async fn track(&self, id: u64, attempt: u64, deadline: i64) -> Result<(), ActorGone> {
-        self.send(Msg::Track { id, attempt, deadline }).await
-    }
-
+    /// Arms the retry timer of job `id` (start-up: the retrying jobs of the last run).
     pub async fn schedule(&self, id: u64, due: i64) -> Result<(), ActorGone> {
         self.send(Msg::Schedule { id, due }).await
     }
@@ -84,93 +100,195 @@ impl Leases {
         rx.await.map_err(|_| ActorGone("lease"))
     }
 
-    /// A lease ended (finished, failed, expired, cancelled, released): the worker gets
-    /// its credit back and the expiry timer is dropped.
-    pub async fn ended(&self, id: u64, worker: String) {
-        let _ = self.events.send(CoreEvent::Ended { worker: worker.clone(), job: id });
-        let _ = self.queue.done(id, worker).await;
-        let _ = self.send(Msg::Untrack { id }).await;
+    /// A lease ended outside this actor (a cancel): the worker gets its credit back
+    /// and the expiry timer is dropped.
+    pub async fn ended(&self, id: u64, worker: String) -> Result<(), ActorGone> {
+        self.send(Msg::Ended { id, worker }).await
     }
 
-    /// Leases `job` to `worker` and sends it down the worker's stream (called by the
-    /// queue actor, on a task of its own).
-    pub(super) async fn grant(&self, job: ReadyJob, worker: String, tx: JobSender) {
-        let (id, w, policy) = (job.id, worker.clone(), self.policy.clone());
-        let at = std::time::Instant::now();
-        match self.store.write(move |t| jobs::lease(t, id, &w, &policy, now_us())).await {
-            Ok(Some(granted)) => {
-                let attempt = granted.lease.attempt;
-                let _ = self.track(id, attempt, granted.lease.deadline).await;
-                let _ = self.events.send(CoreEvent::Granted { worker: worker.clone(), job: id, attempt, at });
-                let content_path = if granted.job.url.is_empty() { self.store.blob_path(&granted.job.blob) } else { None };
-                if tx.send(super::queue::Delivery { granted, content_path }).await.is_err() {
-                    // The stream went away before the job reached it: give it back unharmed.
-                    tracing::debug!(job = id, worker = %worker, "stream closed before delivery; releasing");
-                    self.release(id, Some(attempt)).await;
-                }
-            }
-            Ok(None) => self.ended(id, worker).await,
-            Err(e) => {
-                tracing::error!(job = id, error = %e, "cannot lease job; it stays queued");
-                // Back off briefly so a failing disk does not turn into a hot loop.
-                tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-                let _ = self.queue.ready(vec![job]).await;
-                self.ended(id, worker).await;
-            }
-        }
+    /// Leases `job` to `worker` and sends it down the worker's stream; a job that cannot
+    /// be leased gives the worker its credit back.
+    pub(super) async fn grant(&self, job: ReadyJob, worker: String, tx: JobSender) -> Result<(), ActorGone> {
+        self.send(Msg::Grant { job, worker, tx }).await
     }
 
     /// Keeps lease `attempt` of job `id` alive while the core itself holds the worker's
     /// call (a partial waiting for its predecessor): the worker is not silent, the core is.
-    pub async fn keep_alive(&self, id: u64, attempt: u64) -> Result<(), StoreError> {
-        let policy = self.policy.clone();
-        self.store.write(move |t| jobs::keep_alive(t, id, attempt, &policy, now_us())).await
+    pub async fn keep_alive(&self, id: u64, attempt: u64) -> Result<(), CoreError> {
+        self.call(|reply| Msg::KeepAlive { id, attempt, reply }).await
     }
 
     /// Extends the leases `worker` holds among `items`.
-    pub async fn heartbeat(&self, worker: String, items: Vec<(u64, Option<u64>)>) -> Result<(Vec<u64>, i64), StoreError> {
-        let policy = self.policy.clone();
-        self.store.write(move |t| jobs::heartbeat(t, &worker, &items, &policy, now_us())).await
+    pub async fn heartbeat(&self, worker: String, items: Vec<(u64, Option<u64>)>) -> Result<(Vec<u64>, i64), CoreError> {
+        self.call(|reply| Msg::Heartbeat { worker, items, reply }).await
     }
 
     /// Accepts a validated submission; a final one makes the projection visible and
     /// hands the child jobs it created to the queue.
-    pub async fn submit(&self, sub: Staged) -> Result<SubmitOutcome, StoreError> {
-        let (id, policy) = (sub.job_id, self.policy.clone());
-        let outcome = self.store.write(move |t| submit::submit(t, sub, &policy, now_us())).await?;
-        match &outcome {
-            SubmitOutcome::Accepted { finished: true, enqueued, holder, .. } => {
-                if !enqueued.is_empty() {
-                    let ready = enqueued.iter().map(|c| ReadyJob { format: c.format.clone(), tenant: c.tenant.clone(), id: c.id }).collect();
-                    let _ = self.queue.ready(ready).await;
-                }
-                self.ended(id, holder.clone()).await
-            }
-            SubmitOutcome::Protocol { failed, .. } => self.after_fail(id, failed).await,
-            _ => {}
-        }
-        Ok(outcome)
+    pub async fn submit(&self, sub: Staged) -> Result<SubmitOutcome, CoreError> {
+        self.call(|reply| Msg::Submit { sub: Box::new(sub), reply }).await
     }
 
     /// Fails lease `attempt` of job `id`; `worker` fences on the holder when given.
-    pub async fn fail(&self, id: u64, worker: Option<String>, attempt: u64, failure: FailureRecord) -> Result<FailOutcome, StoreError> {
-        let policy = self.policy.clone();
-        let outcome = self.store.write(move |t| lifecycle::fail(t, id, worker.as_deref(), attempt, failure, &policy, now_us())).await?;
-        self.after_fail(id, &outcome).await;
-        Ok(outcome)
+    pub async fn fail(&self, id: u64, worker: Option<String>, attempt: u64, failure: FailureRecord) -> Result<FailOutcome, CoreError> {
+        self.call(|reply| Msg::Fail { id, worker, attempt, failure: Box::new(failure), reply }).await
     }
 
     /// Fails every job `worker` holds (its process died): the supervisor's path, which
     /// does not wait for the lease to expire. Returns the failed job ids.
-    pub async fn fail_worker(&self, worker: &str, failure: FailureRecord) -> Result<Vec<u64>, StoreError> {
-        let held = self.held_by(worker).await?;
-        let mut failed = Vec::with_capacity(held.len());
-        for (id, attempt) in held {
-            if !matches!(self.fail(id, None, attempt, failure.clone()).await?, FailOutcome::NotCurrent(_)) {
-                failed.push(id);
+    pub async fn fail_worker(&self, worker: &str, failure: FailureRecord) -> Result<Vec<u64>, CoreError> {
+        self.call(|reply| Msg::FailWorker { worker: worker.to_string(), failure: Box::new(failure), reply }).await
+    }
+
+    /// Gives back every lease `worker` holds, without charging an attempt (it stopped
+    /// cleanly with a job still in its stream).
+    pub async fn release_worker(&self, worker: &str) -> Result<Vec<u64>, CoreError> {
+        self.call(|reply| Msg::ReleaseWorker { worker: worker.to_string(), reply }).await
+    }
+}
+
+/// What a task asks of the actor once its store work is done.
+enum FollowUp {
+    Track { id: u64, attempt: u64, deadline: i64 },
+    Untrack { id: u64 },
+    Schedule { id: u64, due: i64 },
+}
+
+/// A task's result: its follow-ups, then its reply (sent once they are in force, so a
+/// caller that asks for the counts next sees them).
+#[derive(Default)]
+struct Done {
+    follow: Vec<FollowUp>,
+    reply: Option<Box<dyn FnOnce() + Send>>,
+}
+
+impl Done {
+    fn reply<T: Send + 'static>(follow: Vec<FollowUp>, to: Reply<T>, value: Result<T, StoreError>) -> Self {
+        Self { follow, reply: Some(Box::new(move || drop(to.send(value)))) }
+    }
+}
+
+/// What the actor's tasks need: the store, the policy, and whom to tell.
+#[derive(Clone)]
+struct Ctx {
+    store: Store,
+    policy: Arc<Policy>,
+    /// The queue's lossless inbox (unbounded: a credit is never dropped, and the
+    /// actor's tasks never wait on the queue).
+    returned: ReturnSender,
+    /// Lossy: the pool actors resync from the store when they lag.
+    events: broadcast::Sender<CoreEvent>,
+}
+
+impl Ctx {
+    /// The lease ended: the holder's credit back, the pools told.
+    fn ended(&self, id: u64, worker: String, out: &mut Vec<FollowUp>) {
+        let _ = self.events.send(CoreEvent::Ended { worker: worker.clone(), job: id });
+        let _ = self.returned.send(Returned::Done { id, worker });
+        out.push(FollowUp::Untrack { id });
+    }
+
+    fn requeue(&self, job: ReadyJob) {
+        let _ = self.returned.send(Returned::Ready(vec![job]));
+    }
+
+    fn after_fail(&self, id: u64, outcome: &FailOutcome, out: &mut Vec<FollowUp>) {
+        match outcome {
+            FailOutcome::Retrying { due, worker } => {
+                self.ended(id, worker.clone(), out);
+                out.push(FollowUp::Schedule { id, due: *due });
+            }
+            FailOutcome::Dead { worker } => self.ended(id, worker.clone(), out),
+            FailOutcome::NotCurrent(_) => {}
+        }
+    }
+
+    async fn grant(self, job: ReadyJob, worker: String, tx: JobSender) -> Done {
+        let (id, w, policy) = (job.id, worker.clone(), self.policy.clone());
+        let at = std::time::Instant::now();
+        let mut out = Vec::new();
+        match self.store.write(move |t| jobs::lease(t, id, &w, &policy, now_us())).await {
+            Ok(Some(granted)) => {
+                let attempt = granted.lease.attempt;
+                out.push(FollowUp::Track { id, attempt, deadline: granted.lease.deadline });
+                let _ = self.events.send(CoreEvent::Granted { worker: worker.clone(), job: id, attempt, at });
+                let content_path = if granted.job.url.is_empty() { self.store.blob_path(&granted.job.blob) } else { None };
+                if tx.send(Delivery { granted, content_path }).await.is_err() {
+                    // The stream went away before the job reached it: give it back unharmed.
+                    tracing::debug!(job = id, worker = %worker, "stream closed before delivery; releasing");
+                    self.release(id, Some(attempt), &mut out).await;
+                }
+            }
+            Ok(None) => self.ended(id, worker, &mut out),
+            Err(e) => {
+                tracing::error!(job = id, error = %e, "cannot lease job; it stays queued");
+                // Back off briefly so a failing disk does not turn into a hot loop.
+                tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+                self.requeue(job);
+                self.ended(id, worker, &mut out);
             }
         }
-        Ok(failed)
+        Done { follow: out, reply: None }
+    }
+
+    async fn submit(self, sub: Staged, reply: Reply<SubmitOutcome>) -> Done {
+        let (id, policy) = (sub.job_id, self.policy.clone());
+        let outcome = self.store.write(move |t| submit::submit(t, sub, &policy, now_us())).await;
+        let mut out = Vec::new();
+        match &outcome {
+            Ok(SubmitOutcome::Accepted { finished: true, enqueued, holder, .. }) => {
+                if !enqueued.is_empty() {
+                    let ready = enqueued.iter().map(|c| ReadyJob { format: c.format.clone(), tenant: c.tenant.clone(), id: c.id }).collect();
+                    let _ = self.returned.send(Returned::Ready(ready));
+                }
+                self.ended(id, holder.clone(), &mut out);
+            }
+            Ok(SubmitOutcome::Protocol { failed, .. }) => self.after_fail(id, failed, &mut out),
+            _ => {}
+        }
+        Done::reply(out, reply, outcome)
+    }
+
+    async fn fail(self, id: u64, worker: Option<String>, attempt: u64, failure: FailureRecord, reply: Reply<FailOutcome>) -> Done {
+        let mut out = Vec::new();
+        let outcome = self.fail_one(id, worker, attempt, failure, &mut out).await;
+        Done::reply(out, reply, outcome)
+    }
+
+    async fn fail_one(&self, id: u64, worker: Option<String>, attempt: u64, failure: FailureRecord, out: &mut Vec<FollowUp>) -> Result<FailOutcome, StoreError> {
+        let policy = self.policy.clone();
+        let outcome = self.store.write(move |t| lifecycle::fail(t, id, worker.as_deref(), attempt, failure, &policy, now_us())).await?;
+        self.after_fail(id, &outcome, out);
+        Ok(outcome)
+    }
+
+    async fn fail_worker(self, worker: String, failure: FailureRecord, reply: Reply<Vec<u64>>) -> Done {
+        let mut out = Vec::new();
+        let result = async {
+            let mut failed = Vec::new();
+            for (id, attempt) in self.held_by(&worker).await? {
+                if !matches!(self.fail_one(id, None, attempt, failure.clone(), &mut out).await?, FailOutcome::NotCurrent(_)) {
+                    failed.push(id);
+                }
+            }
+            Ok(failed)
+        }
+        .await;
+        Done::reply(out, reply, result)
+    }
+
+    async fn release_worker(self, worker: String, reply: Reply<Vec<u64>>) -> Done {
+        let mut out = Vec::new();
+        let result = match self.held_by(&worker).await {
+            Ok(held) => {
+                for &(id, attempt) in &held {
+                    self.release(id, Some(attempt), &mut out).await;
+                }
+                Ok(held.into_iter().map(|(id, _)| id).collect())
+            }
+            Err(e) => Err(e),
+        };
+        Done::reply(out, reply, result)
     }
 
     /// The leases `worker` holds now: (job id, lease number).
@@ -182,115 +300,62 @@ impl Leases {
             .map_err(|e| StoreError::Corrupt(format!("lease read task: {e}")))?
     }
 
-    /// Gives back every lease `worker` holds, without charging an attempt (it stopped
-    /// cleanly with a job still in its stream).
-    pub async fn release_worker(&self, worker: &str) -> Result<Vec<u64>, StoreError> {
-        let held = self.held_by(worker).await?;
-        for &(id, attempt) in &held {
-            self.release(id, Some(attempt)).await;
-        }
-        Ok(held.into_iter().map(|(id, _)| id).collect())
-    }
-
     /// Gives lease `attempt` (or whatever lease is current) back without charging an attempt.
     /// The holder's credit comes back only for a lease actually released: a lease that
     /// ended otherwise (cancel, expiry) already gave it back.
-    pub async fn release(&self, id: u64, attempt: Option<u64>) {
+    async fn release(&self, id: u64, attempt: Option<u64>, out: &mut Vec<FollowUp>) {
         match self.store.write(move |t| lifecycle::release(t, id, attempt, now_us())).await {
             Ok(Some((rec, worker))) => {
-                let _ = self.queue.ready(vec![ReadyJob { format: rec.format, tenant: rec.tenant, id }]).await;
-                self.ended(id, worker).await;
+                self.requeue(ReadyJob { format: rec.format, tenant: rec.tenant, id });
+                self.ended(id, worker, out);
             }
             Ok(None) => {}
             Err(e) => tracing::error!(job = id, error = %e, "cannot release lease"),
         }
     }
 
-    async fn after_fail(&self, id: u64, outcome: &FailOutcome) {
-        match outcome {
-            FailOutcome::Retrying { due, worker } => {
-                self.ended(id, worker.clone()).await;
-                let _ = self.schedule(id, *due).await;
-            }
-            FailOutcome::Dead { worker } => self.ended(id, worker.clone()).await,
-            FailOutcome::NotCurrent(_) => {}
-        }
-    }
-}
-
-/// What a timer's task asks of the actor once its store work is done. Tasks answer
-/// through the actor's JoinSet, so the actor holds no sender to its own inbox.
-enum FollowUp {
-    Track { id: u64, attempt: u64, deadline: i64 },
-    Untrack { id: u64 },
-    Schedule { id: u64, due: i64 },
-}
-
-/// What a timer's task needs: the store, the policy, and whom to tell.
-#[derive(Clone)]
-struct TimerCtx {
-    store: Store,
-    policy: Arc<Policy>,
-    queue: Queue,
-    events: broadcast::Sender<CoreEvent>,
-}
-
-impl TimerCtx {
-    /// The lease ended: the holder's credit back (its expiry timer is already gone).
-    async fn ended(&self, id: u64, worker: String) {
-        let _ = self.events.send(CoreEvent::Ended { worker: worker.clone(), job: id });
-        let _ = self.queue.done(id, worker).await;
-    }
-
-    async fn expire(self, id: u64, attempt: u64) -> Vec<FollowUp> {
+    async fn expire(self, id: u64, attempt: u64) -> Done {
         let policy = self.policy.clone();
+        let mut out = Vec::new();
         match self.store.write(move |t| lifecycle::expire(t, id, attempt, &policy, now_us())).await {
-            Ok(ExpireOutcome::Extended(deadline)) => vec![FollowUp::Track { id, attempt, deadline }],
+            Ok(ExpireOutcome::Extended(deadline)) => out.push(FollowUp::Track { id, attempt, deadline }),
             Ok(ExpireOutcome::Failed(outcome)) => {
-                tracing::warn!(job = id, attempt, "lease expired");
-                match outcome {
-                    FailOutcome::Retrying { due, worker } => {
-                        self.ended(id, worker).await;
-                        vec![FollowUp::Untrack { id }, FollowUp::Schedule { id, due }]
-                    }
-                    FailOutcome::Dead { worker } => {
-                        self.ended(id, worker).await;
-                        vec![FollowUp::Untrack { id }]
-                    }
-                    FailOutcome::NotCurrent(_) => vec![],
+                if !matches!(outcome, FailOutcome::NotCurrent(_)) {
+                    tracing::warn!(job = id, attempt, "lease expired");
                 }
+                self.after_fail(id, &outcome, &mut out);
             }
-            Ok(ExpireOutcome::NotCurrent) => vec![],
+            Ok(ExpireOutcome::NotCurrent) => {}
             Err(e) => {
                 tracing::error!(job = id, error = %e, "cannot expire lease; will try again");
                 tokio::time::sleep(std::time::Duration::from_secs(1)).await;
-                vec![FollowUp::Track { id, attempt, deadline: now_us() }]
+                out.push(FollowUp::Track { id, attempt, deadline: now_us() });
             }
         }
+        Done { follow: out, reply: None }
     }
 
-    async fn due(self, id: u64) -> Vec<FollowUp> {
+    async fn due(self, id: u64) -> Done {
+        let mut out = Vec::new();
         match self.store.write(move |t| jobs::due(t, id, now_us())).await {
-            Ok(Some(rec)) => {
-                let _ = self.queue.ready(vec![ReadyJob { format: rec.format, tenant: rec.tenant, id }]).await;
-                vec![]
-            }
-            Ok(None) => vec![],
+            Ok(Some(rec)) => self.requeue(ReadyJob { format: rec.format, tenant: rec.tenant, id }),
+            Ok(None) => {}
             Err(e) => {
                 tracing::error!(job = id, error = %e, "cannot requeue job; will try again");
                 tokio::time::sleep(std::time::Duration::from_secs(1)).await;
-                vec![FollowUp::Schedule { id, due: now_us() }]
+                out.push(FollowUp::Schedule { id, due: now_us() });
             }
         }
+        Done { follow: out, reply: None }
     }
 }
 
 struct LeaseActor {
     rx: mpsc::Receiver<Msg>,
-    ctx: TimerCtx,
-    /// Timer tasks (store work never runs on the actor's loop); their follow-ups come
-    /// back here. Dropped with the actor, which aborts what is still running.
-    tasks: tokio::task::JoinSet<Vec<FollowUp>>,
+    ctx: Ctx,
+    /// Store work of requests and timers (never run on the actor's loop); their
+    /// follow-ups come back here.
+    tasks: JoinSet<Done>,
     /// (deadline µs, job id, lease number), earliest first.
     expiries: BTreeSet<(i64, u64, u64)>,
     /// job id → its entry in `expiries`, so an ended lease can be dropped.
@@ -312,32 +377,76 @@ impl LeaseActor {
             tokio::select! {
                 msg = self.rx.recv() => match msg {
                     Some(Msg::Shutdown { reply }) => {
+                        self.finish().await;
                         tracing::debug!("lease actor stopped");
                         let _ = reply.send(());
                         return;
                     }
                     Some(msg) => self.handle(msg),
-                    None => return,
+                    None => return self.finish().await,
                 },
                 () = sleep => self.fire(),
                 Some(done) = self.tasks.join_next(), if !self.tasks.is_empty() => {
-                    for f in done.unwrap_or_default() {
-                        self.follow(f);
+                    match done {
+                        Ok(done) => self.complete(done),
+                        Err(e) => tracing::error!(error = %e, "a lease task failed"),
                     }
                 }
             }
         }
     }
 
+    /// Lets the requests in flight finish (each is one store write), so no caller is
+    /// left without its answer.
+    async fn finish(&mut self) {
+        while let Some(done) = self.tasks.join_next().await {
+            if let Ok(done) = done {
+                self.complete(done);
+            }
+        }
+    }
+
+    fn spawn(&mut self, task: impl Future<Output = Done> + Send + 'static) {
+        self.tasks.spawn(task);
+    }
+
     fn handle(&mut self, msg: Msg) {
+        let ctx = self.ctx.clone();
         match msg {
-            Msg::Track { id, attempt, deadline } => self.follow(FollowUp::Track { id, attempt, deadline }),
-            Msg::Untrack { id } => self.follow(FollowUp::Untrack { id }),
+            Msg::Grant { job, worker, tx } => self.spawn(ctx.grant(job, worker, tx)),
+            Msg::Submit { sub, reply } => self.spawn(ctx.submit(*sub, reply)),
+            Msg::Heartbeat { worker, items, reply } => self.spawn(async move {
+                let policy = ctx.policy.clone();
+                let r = ctx.store.write(move |t| jobs::heartbeat(t, &worker, &items, &policy, now_us())).await;
+                Done::reply(Vec::new(), reply, r)
+            }),
+            Msg::KeepAlive { id, attempt, reply } => self.spawn(async move {
+                let policy = ctx.policy.clone();
+                let r = ctx.store.write(move |t| jobs::keep_alive(t, id, attempt, &policy, now_us())).await;
+                Done::reply(Vec::new(), reply, r)
+            }),
+            Msg::Fail { id, worker, attempt, failure, reply } => self.spawn(ctx.fail(id, worker, attempt, *failure, reply)),
+            Msg::FailWorker { worker, failure, reply } => self.spawn(ctx.fail_worker(worker, *failure, reply)),
+            Msg::ReleaseWorker { worker, reply } => self.spawn(ctx.release_worker(worker, reply)),
+            Msg::Ended { id, worker } => {
+                let mut out = Vec::new();
+                ctx.ended(id, worker, &mut out);
+                self.complete(Done { follow: out, reply: None });
+            }
             Msg::Schedule { id, due } => self.follow(FollowUp::Schedule { id, due }),
             Msg::Shutdown { .. } => {}
             Msg::Count(reply) => {
                 let _ = reply.send((self.tracked.len(), self.retries.len()));
             }
+        }
+    }
+
+    fn complete(&mut self, done: Done) {
+        for f in done.follow {
+            self.follow(f);
+        }
+        if let Some(reply) = done.reply {
+            reply();
         }
     }
 
@@ -360,8 +469,7 @@ impl LeaseActor {
         }
     }
 
-    /// Hands every timer that is due to a task of its own (store work never runs on
-    /// the actor's loop).
+    /// Hands every timer that is due to a task of its own.
     fn fire(&mut self) {
         let now = now_us();
         while let Some(&(deadline, id, attempt)) = self.expiries.first() {

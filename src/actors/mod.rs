@@ -3,22 +3,44 @@
 //! - [`queue`]: the ready index in memory, `PollJobs` streams, fair dispatch.
 //! - [`pool`]: one per `[pools.NAME]`: keeps its worker processes alive and classifies their exits.
 //! - [`supervisor`]: owns the pool actors; SIGHUP reloads and the SIGTERM drain.
+//! - [`submission`]: a worker's result, from converted request to reply (waits, validation).
 //! - [`lease`]: grants, heartbeats, submissions and failures (fenced), and the
 //!   expiry and retry timers.
 //!
-//! Each actor is a private task owning its state plus a cheap `Clone` handle with
-//! a bounded channel. The two actors hold each other's handles, but neither ever
-//! awaits a send from inside its own loop: store work and cross-actor messages run
-//! on short tasks, so there is no cycle of bounded channels to deadlock on.
+//! Each actor is a private task owning its state plus a cheap `Clone` handle that
+//! holds only a bounded sender; requests carry oneshot replies. No actor holds a
+//! sender to its own inbox: work it hands to tasks comes back through a `JoinSet`.
+//!
+//! ## Message flow between the queue and the lease actors
+//!
+//! ```text
+//!   RPC / Core ──ready, remove, register──► queue ──Grant (short task)──► lease
+//!                                             ▲                             │
+//!                                             └──── Returned (unbounded) ───┘
+//!                                               credit back (Done), jobs queued
+//!                                               again (released, due, children)
+//!   RPC ──submit, fail, heartbeat, keep_alive──► lease ──CoreEvent (broadcast)──► pools, drain
+//!   pools ──fail_worker, release_worker──► lease
+//! ```
+//!
+//! One direction only: the queue holds the lease handle and asks it to grant; the
+//! lease actor never holds the queue's handle. What it gives back travels on the
+//! [`queue::Returned`] channel that [`Core::start`] creates and hands to both ends:
+//! lossless (a lost credit would strand a worker) and unbounded, so the lease
+//! actor's tasks never wait on the queue, and the bounded edge (queue → lease) is
+//! only ever awaited from short tasks, never from the queue's loop: no cycle of
+//! bounded channels to deadlock on. The lease events broadcast is for observers that
+//! can resync (pool actors read the store when they lag; the drain re-reads).
 
 pub mod lease;
 pub mod pool;
 pub mod queue;
+pub mod submission;
 pub mod supervisor;
 
 use std::sync::{Arc, RwLock};
 
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, mpsc};
 
 pub use lease::Leases;
 pub use queue::{Queue, ReadyJob};
@@ -43,6 +65,9 @@ pub enum CoreError {
     Job(#[from] JobError),
     #[error(transparent)]
     Gone(#[from] ActorGone),
+    /// Content i/o of ours failed (a child job's content being stored), or a blocking task died.
+    #[error("{0}")]
+    Io(String),
 }
 
 /// What pool actors hear about the workers they supervise.
@@ -63,6 +88,8 @@ pub struct Core {
     pub store: Store,
     pub queue: Queue,
     pub leases: Leases,
+    /// Retry and permanence policy, from the configuration at start.
+    pub policy: Arc<Policy>,
     /// Lease events for the pool actors. A broadcast: a slow pool cannot hold up
     /// dispatch; one that lags is told so and resyncs from the store.
     pub events: broadcast::Sender<CoreEvent>,
@@ -81,19 +108,25 @@ impl Core {
             tracing::info!(count = released.len(), "released the leases of the previous run");
         }
         let (events, _) = broadcast::channel(1 << 16);
-        let (queue, queue_inbox) = Queue::new();
-        let (leases, lease_inbox) = Leases::new(store.clone(), policy, queue.clone(), events.clone());
-        queue.start(queue_inbox, leases.clone(), events.clone());
-        leases.start(lease_inbox);
+        let (returned_tx, returned_rx) = mpsc::unbounded_channel();
+        let leases = Leases::start(store.clone(), policy.clone(), returned_tx, events.clone());
+        let queue = Queue::start(leases.clone(), returned_rx, events.clone());
 
-        let ready = queue::ready_from_store(&store)?;
-        let retrying = jobs::retrying(&store.read()?)?;
+        // redb reads are blocking work: off the async workers.
+        let snapshot = store.clone();
+        let (ready, retrying) = tokio::task::spawn_blocking(move || -> Result<_, StoreError> {
+            let ready = queue::ready_from_store(&snapshot)?;
+            let retrying = jobs::retrying(&snapshot.read()?)?;
+            Ok((ready, retrying))
+        })
+        .await
+        .map_err(|e| StoreError::Corrupt(format!("start-up read task: {e}")))??;
         tracing::info!(queued = ready.len(), retrying = retrying.len(), "queue restored");
         queue.ready(ready).await?;
         for (id, due) in retrying {
             leases.schedule(id, due).await?;
         }
-        Ok(Self { store, queue, leases, events, config: Arc::new(RwLock::new(Arc::new(config))) })
+        Ok(Self { store, queue, leases, policy, events, config: Arc::new(RwLock::new(Arc::new(config))) })
     }
 
     /// Stops the lease and queue actors, then closes the store (its writer thread joined,
@@ -137,7 +170,7 @@ impl Core {
             JobState::Queued => self.queue.remove(ReadyJob { format: c.job.format.clone(), tenant: c.job.tenant.clone(), id }).await?,
             JobState::Leased => {
                 if let Some(w) = c.worker {
-                    self.leases.ended(id, w).await;
+                    self.leases.ended(id, w).await?;
                 }
             }
             _ => {}

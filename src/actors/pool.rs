@@ -470,7 +470,7 @@ impl PoolActor {
                 if !stopping {
                     let failure = FailureRecord {
                         kind: kind.as_str().into(),
-                        permanent: self.core.leases.policy().is_permanent(kind),
+                        permanent: self.core.policy.is_permanent(kind),
                         reason: crate::failure::reason(kind, &class.reason),
                         worker_id: p.worker_id.clone(),
                         exit_code: exit.code,

@@ -36,7 +36,19 @@ pub struct Delivery {
     pub content_path: Option<std::path::PathBuf>,
 }
 
-pub(super) struct QueueInbox(mpsc::Receiver<Msg>);
+/// What comes back to the queue from the lease actor: a credit of a lease that
+/// ended, jobs queued again. Its own channel, unbounded and lossless (a lost credit
+/// would strand a worker), created by the composing layer ([`super::Core::start`]).
+#[derive(Debug)]
+pub enum Returned {
+    /// Jobs queued again (released, due after their backoff, created by a submission).
+    Ready(Vec<ReadyJob>),
+    /// A lease of `worker` on job `id` ended (or was never granted): credit back.
+    Done { id: u64, worker: String },
+}
+
+/// The lease actor's end of [`Returned`].
+pub type ReturnSender = mpsc::UnboundedSender<Returned>;
 
 enum Msg {
     Ready(Vec<ReadyJob>),
@@ -69,16 +81,13 @@ pub struct Queue {
 }
 
 impl Queue {
-    /// The handle and the inbox of an actor not started yet (the queue and lease
-    /// actors hold each other's handles, so both exist before either starts).
-    pub(super) fn new() -> (Self, QueueInbox) {
+    /// Starts the actor. It asks `leases` to grant; what comes back from leases
+    /// (credits, requeued jobs) arrives on `returned`.
+    pub(super) fn start(leases: Leases, returned: mpsc::UnboundedReceiver<Returned>, events: broadcast::Sender<CoreEvent>) -> Self {
         let (tx, rx) = mpsc::channel(8192);
-        (Self { tx }, QueueInbox(rx))
-    }
-
-    pub(super) fn start(&self, inbox: QueueInbox, leases: Leases, events: broadcast::Sender<CoreEvent>) {
         let actor = QueueActor {
-            rx: inbox.0,
+            rx,
+            returned: Some(returned),
             leases,
             events,
             formats: HashMap::new(),
@@ -89,6 +98,7 @@ impl Queue {
             leasing: true,
         };
         tokio::spawn(actor.run());
+        Self { tx }
     }
 
     async fn send(&self, msg: Msg) -> Result<(), ActorGone> {
@@ -101,10 +111,6 @@ impl Queue {
 
     pub async fn remove(&self, job: ReadyJob) -> Result<(), ActorGone> {
         self.send(Msg::Remove(job)).await
-    }
-
-    pub async fn done(&self, id: u64, worker: String) -> Result<(), ActorGone> {
-        self.send(Msg::Done { id, worker }).await
     }
 
     /// Leases nothing more to `worker` (it is being stopped).
@@ -203,6 +209,8 @@ struct Poller {
 
 struct QueueActor {
     rx: mpsc::Receiver<Msg>,
+    /// From the lease actor; None once every sender is gone (it stopped).
+    returned: Option<mpsc::UnboundedReceiver<Returned>>,
     leases: Leases,
     events: broadcast::Sender<CoreEvent>,
     formats: HashMap<String, FormatQueue>,
@@ -218,10 +226,29 @@ struct QueueActor {
 
 impl QueueActor {
     async fn run(mut self) {
-        while let Some(msg) = self.rx.recv().await {
+        loop {
+            let returned = async {
+                match self.returned.as_mut() {
+                    Some(r) => r.recv().await,
+                    None => std::future::pending().await,
+                }
+            };
+            let msg = tokio::select! {
+                msg = self.rx.recv() => match msg {
+                    Some(msg) => msg,
+                    None => return,
+                },
+                back = returned => match back {
+                    Some(back) => Self::from_leases(back),
+                    None => {
+                        self.returned = None;
+                        continue;
+                    }
+                },
+            };
             let mut next = Some(msg);
             // Handle whatever else is waiting before dispatching once.
-            while let Some(msg) = next.take().or_else(|| self.rx.try_recv().ok()) {
+            while let Some(msg) = next.take().or_else(|| self.try_next()) {
                 if let Msg::Shutdown { reply } = msg {
                     tracing::debug!("queue actor stopped");
                     let _ = reply.send(());
@@ -231,6 +258,21 @@ impl QueueActor {
             }
             self.dispatch();
         }
+    }
+
+    fn from_leases(back: Returned) -> Msg {
+        match back {
+            Returned::Ready(jobs) => Msg::Ready(jobs),
+            Returned::Done { id, worker } => Msg::Done { id, worker },
+        }
+    }
+
+    /// What is waiting in either inbox, credits first.
+    fn try_next(&mut self) -> Option<Msg> {
+        if let Some(back) = self.returned.as_mut().and_then(|r| r.try_recv().ok()) {
+            return Some(Self::from_leases(back));
+        }
+        self.rx.try_recv().ok()
     }
 
     fn handle(&mut self, msg: Msg) {
@@ -298,8 +340,10 @@ impl QueueActor {
                 if let Some((job, worker, tx)) = self.pick(pid) {
                     progressed = true;
                     self.inflight.entry(worker.clone()).or_default().insert(job.id);
+                    // A short task: the queue's loop never awaits the lease actor's
+                    // bounded inbox (the back edge, `Returned`, is unbounded).
                     let leases = self.leases.clone();
-                    tokio::spawn(async move { leases.grant(job, worker, tx).await });
+                    tokio::spawn(async move { leases.grant(job, worker, tx).await.ok() });
                 }
             }
             if !progressed {
@@ -332,7 +376,7 @@ impl QueueActor {
     }
 }
 
-/// Rebuilds the mirror from the store's ready index (start-up).
+/// Rebuilds the mirror from the store's ready index (start-up). Blocking: a redb read.
 pub fn ready_from_store(store: &crate::store::Store) -> Result<Vec<ReadyJob>, crate::store::StoreError> {
     let txn = store.read()?;
     Ok(jobs::ready(&txn)?.into_iter().map(|(format, tenant, id)| ReadyJob { format, tenant, id }).collect())

@@ -1,16 +1,15 @@
 //! The supervisor: one pool actor per `[pools.NAME]`, SIGHUP reloads, and the SIGTERM
 //! drain. It owns the pool actors; the process tools it and they use are in
 //! [`crate::supervise`].
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use tokio::sync::{broadcast, mpsc, oneshot};
 
 use super::pool::{CoreContact, Pool, PoolStatus};
-use super::Core;
+use super::{Core, CoreEvent};
 use crate::config::Config;
 use crate::store::jobs;
-use crate::store::state::JobState;
 use crate::supervise::spawn::{self, Spawner};
 use crate::time::now_us;
 
@@ -162,26 +161,30 @@ impl SupervisorActor {
 
     /// SIGTERM drain: stop leasing, let in-flight jobs finish within `grace`, stop
     /// the workers, and put whatever is unfinished back in the queue without
-    /// charging an attempt.
+    /// charging an attempt. The store is read once; from then on the wait is woken by
+    /// lease events alone (a grant already on its way when leasing stopped adds its
+    /// job, a lease's end removes it) and ends when none is held or at the deadline.
     async fn drain(&self, grace: Duration) {
+        // Subscribed before leasing stops and before the look, so no event is missed.
+        let mut events = self.core.events.subscribe();
         let _ = self.core.queue.set_leasing(false).await;
         let deadline = Instant::now() + grace;
-        // Woken by lease-end events (subscribed before the first count, so none is missed).
-        let mut events = self.core.events.subscribe();
-        loop {
-            let leased = self.leased_count().await;
-            if leased == 0 || Instant::now() >= deadline {
-                tracing::info!(leased, "drain: in-flight jobs settled or grace over; stopping workers");
-                break;
-            }
-            loop {
-                match tokio::time::timeout_at(deadline.into(), events.recv()).await {
-                    Ok(Ok(super::CoreEvent::Ended { .. })) | Ok(Err(broadcast::error::RecvError::Lagged(_))) | Err(_) => break,
-                    Ok(Ok(_)) => continue,
-                    Ok(Err(broadcast::error::RecvError::Closed)) => break,
+        let mut held = self.leased().await;
+        while !held.is_empty() {
+            match tokio::time::timeout_at(deadline.into(), events.recv()).await {
+                Ok(Ok(CoreEvent::Ended { job, .. })) => {
+                    held.remove(&job);
                 }
+                Ok(Ok(CoreEvent::Granted { job, .. })) => {
+                    held.insert(job);
+                }
+                Ok(Ok(CoreEvent::Polling { .. })) => {}
+                // Events were missed: look again.
+                Ok(Err(broadcast::error::RecvError::Lagged(_))) => held = self.leased().await,
+                Ok(Err(broadcast::error::RecvError::Closed)) | Err(_) => break,
             }
         }
+        tracing::info!(leased = held.len(), "drain: in-flight jobs settled or grace over; stopping workers");
         let pools: Vec<Pool> = self.pools.values().cloned().collect();
         let left = deadline.saturating_duration_since(Instant::now()).max(Duration::from_secs(2));
         futures_util::future::join_all(pools.iter().map(|p| p.stop(left))).await;
@@ -192,12 +195,10 @@ impl SupervisorActor {
         }
     }
 
-    /// Jobs leased now, read on the blocking pool.
-    async fn leased_count(&self) -> u64 {
+    /// The jobs leased now, read on the blocking pool.
+    async fn leased(&self) -> BTreeSet<u64> {
         let store = self.core.store.clone();
-        let count = tokio::task::spawn_blocking(move || {
-            store.read().and_then(|t| jobs::depths(&t)).map(|d| d.iter().filter(|(_, s, _)| *s == JobState::Leased).map(|(_, _, n)| n).sum()).unwrap_or(0)
-        });
-        count.await.unwrap_or(0)
+        let ids = tokio::task::spawn_blocking(move || store.read().and_then(|t| jobs::leases(&t)).map(|l| l.into_iter().map(|l| l.0).collect()).unwrap_or_default());
+        ids.await.unwrap_or_default()
     }
 }

@@ -18,17 +18,16 @@
 //!
 //! The final commit also computes the submission hash (blake3 over the hex blake3 of
 //! each submission, in `seq` order, core ids as positions: [`super::positions`]), checks the content hash (a recrawl whose hash
-//! equals the stored one projects nothing and is marked `unchanged`) and creates or
-//! links child jobs.
+//! equals the stored one projects nothing and is marked `unchanged`) and returns the
+//! child jobs the submissions asked for: creating or linking them is a change of job
+//! records, which [`crate::lifecycle::submit`] makes through the store's one writer.
 use prost::Message;
 use redb::{ReadableTable, Table, WriteTransaction};
 
 use super::wire::{self, Interval, Relationship, Submission};
-use crate::store::jobs::{self, NewJob};
 use crate::store::records::*;
-use crate::store::state::JobState;
 use crate::store::tables::*;
-use crate::store::{StoreError, Tx};
+use crate::store::StoreError;
 
 /// Where a submission's elements start in the job's global numbering: the running
 /// totals of the submissions before it.
@@ -146,23 +145,18 @@ pub struct Done {
     /// blake3 over the hex blake3 of every submission (core ids as positions), in `seq` order.
     pub submission_hash: String,
     pub unchanged: bool,
-    pub enqueued: Vec<NewChild>,
-}
-
-/// A job created by a final submission, for the queue.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NewChild {
-    pub id: u64,
-    pub format: String,
-    pub tenant: String,
+    /// The child jobs the job's submissions asked for, in order.
+    pub children: Vec<ChildSpec>,
 }
 
 /// A child job requested by a submission.
-struct ChildSpec {
-    format: String,
-    name: String,
-    options_json: String,
-    blob: String,
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChildSpec {
+    pub format: String,
+    pub name: String,
+    pub options_json: String,
+    /// "<blake3>:<size>" of its content, already stored as a blob, or "".
+    pub blob: String,
 }
 
 fn corrupt(msg: String) -> StoreError {
@@ -179,8 +173,7 @@ fn index(n: u64, what: &str) -> Result<u32, StoreError> {
 }
 
 /// The final commit of lease `attempt` of `rec` (see the module docs).
-pub fn finalize(tx: &mut Tx<'_>, rec: &mut JobRecord, attempt: u64, fin: Final<'_>, now: i64) -> Result<Done, StoreError> {
-    let txn = tx.txn;
+pub fn finalize(txn: &WriteTransaction, rec: &JobRecord, attempt: u64, fin: Final<'_>, now: i64) -> Result<Done, StoreError> {
     let seq = fin.sub.seq;
     let tenant = rec.tenant.clone();
     let unchanged = !fin.content_hash.is_empty() && {
@@ -198,7 +191,7 @@ pub fn finalize(tx: &mut Tx<'_>, rec: &mut JobRecord, attempt: u64, fin: Final<'
     let mut children = Vec::new();
     let mut bases = Bases::default();
     for k in 0..seq {
-        let staged = jobs::submission_record(txn, (rec.id, attempt, k))?.ok_or_else(|| corrupt(format!("job {} lease {attempt}: staged seq {k} is missing", rec.id)))?;
+        let staged = staged_record(txn, (rec.id, attempt, k))?.ok_or_else(|| corrupt(format!("job {} lease {attempt}: staged seq {k} is missing", rec.id)))?;
         chain.update(if staged.position_hash.is_empty() { staged.result_hash.as_bytes() } else { staged.position_hash.as_bytes() });
         if !unchanged && !staged.result_json.is_empty() {
             let sub = wire::parse(&staged.result_json).map_err(|e| corrupt(format!("job {} staged seq {k} no longer parses: {e}", rec.id)))?;
@@ -233,9 +226,18 @@ pub fn finalize(tx: &mut Tx<'_>, rec: &mut JobRecord, attempt: u64, fin: Final<'
         collect_children(fin.sub, fin.child_blobs, &mut children);
     }
     drop(proj);
-    let enqueued = if children.is_empty() { Vec::new() } else { link_children(tx, rec, children, now)? };
     let nodes = if unchanged { 0 } else { bases.plus(fin.sub).nodes };
-    Ok(Done { nodes, submission_hash: chain.finalize().to_hex().to_string(), unchanged, enqueued })
+    Ok(Done { nodes, submission_hash: chain.finalize().to_hex().to_string(), unchanged, children })
+}
+
+/// The staged submission record `key` = (job, lease number, seq), if any.
+fn staged_record(txn: &WriteTransaction, key: (u64, u64, u32)) -> Result<Option<SubmissionRecord>, StoreError> {
+    let t = txn.open_table(SUBMISSIONS)?;
+    let bytes = t.get(key)?;
+    Ok(match bytes {
+        Some(b) => Some(SubmissionRecord::decode(b.value())?),
+        None => None,
+    })
 }
 
 /// Deletes what lease `attempt` of `job` wrote before its final submission: its
@@ -301,54 +303,6 @@ fn collect_children(sub: &Submission, blobs: &[String], out: &mut Vec<ChildSpec>
             blob: blobs.get(i).cloned().unwrap_or_default(),
         });
     }
-}
-
-/// The URL a content-less child job fetches: its name, bare or after a `url:` prefix (the web
-/// worker names crawl children `url:<normalized URL>`), when that is an http(s) URL.
-fn child_url(name: &str) -> Option<&str> {
-    let url = name.strip_prefix("url:").unwrap_or(name);
-    let l = url.to_ascii_lowercase();
-    let ok = (l.starts_with("http://") || l.starts_with("https://")) && !url.chars().any(|c| c.is_control() || c.is_whitespace());
-    ok.then_some(url)
-}
-
-/// Creates each child job, or links the existing one of the same name (per tenant).
-fn link_children(tx: &mut Tx<'_>, parent: &mut JobRecord, children: Vec<ChildSpec>, now: i64) -> Result<Vec<NewChild>, StoreError> {
-    let mut created = Vec::new();
-    for c in children {
-        let existing = tx.txn.open_table(CHILD_NAMES)?.get((parent.tenant.as_str(), c.name.as_str()))?.map(|g| g.value());
-        let id = match existing {
-            Some(id) if id == parent.id => continue,
-            Some(id) => {
-                if let Some(mut child) = jobs::load(tx.txn, id)? {
-                    if !child.parents.contains(&parent.id) {
-                        child.parents.push(parent.id);
-                        let state = jobs::state_of(&child)?;
-                        jobs::save(tx, Some(state), &child, now)?;
-                    }
-                }
-                id
-            }
-            None => {
-                let (blob, size, url) = match (c.blob.split_once(':'), child_url(&c.name)) {
-                    (Some((h, n)), _) => (h.to_string(), n.parse().unwrap_or(0), String::new()),
-                    (None, Some(url)) => (String::new(), 0, url.to_string()),
-                    (None, None) => (blake3::hash(b"").to_hex().to_string(), 0, String::new()),
-                };
-                let new = NewJob { tenant: parent.tenant.clone(), organization: parent.organization.clone(), format: c.format, name: c.name, options_json: c.options_json, url, blob, size, idempotency_key: String::new() };
-                let mut child = jobs::insert(tx, new, now)?;
-                child.parents.push(parent.id);
-                jobs::save(tx, Some(JobState::Queued), &child, now)?;
-                tx.txn.open_table(CHILD_NAMES)?.insert((parent.tenant.as_str(), child.name.as_str()), child.id)?;
-                created.push(NewChild { id: child.id, format: child.format.clone(), tenant: child.tenant.clone() });
-                child.id
-            }
-        };
-        if !parent.children.contains(&id) {
-            parent.children.push(id);
-        }
-    }
-    Ok(created)
 }
 
 type StrKey4 = (&'static str, &'static str, &'static str, &'static str);

@@ -1,7 +1,8 @@
 //! Accepting a validated submission inside the shared write transaction: fencing,
 //! `seq` order (a re-send is idempotent, a gap fails the attempt as `protocol`),
 //! node ids, the early application of partials and, at the final submission, the
-//! commit that makes the projection visible ([`crate::graph::apply`]).
+//! commit that makes the projection visible ([`crate::graph::apply`]) together with the
+//! child jobs it asked for (created or linked here, through [`jobs`]' one writer).
 //!
 //! Each submission's record carries running totals (text end offset, counts of
 //! nodes, spans, relationships and ambiguities, latest content hash), so accepting
@@ -10,13 +11,13 @@
 use prost::Message;
 use redb::{ReadTransaction, ReadableTable, WriteTransaction};
 
-use crate::graph::apply::{self, Bases, Encoded};
+use crate::graph::apply::{self, Bases, ChildSpec, Encoded};
 use crate::graph::positions;
 use crate::graph::wire::Submission;
 use crate::failure::FailureKind;
-use crate::store::jobs::{self, FailOutcome, Policy};
-use crate::store::records::{FailureRecord, LeaseRecord, SubmissionRecord};
-use crate::store::state::{Event, JobState};
+use crate::store::jobs::{self, FailOutcome, NewJob, Policy};
+use crate::store::records::{FailureRecord, JobRecord, LeaseRecord, SubmissionRecord};
+use crate::store::state::Event;
 use crate::store::tables::{LEASES, META, SUBMISSIONS};
 use crate::store::{StoreError, Tx};
 
@@ -40,7 +41,13 @@ pub struct Staged {
     pub core_refs: Vec<positions::CoreRef>,
 }
 
-pub use crate::graph::apply::NewChild;
+/// A job created by a final submission, for the queue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewChild {
+    pub id: u64,
+    pub format: String,
+    pub tenant: String,
+}
 
 #[derive(Debug)]
 pub enum SubmitOutcome {
@@ -190,10 +197,8 @@ pub fn submit(tx: &mut Tx<'_>, s: Staged, policy: &Policy, now: i64) -> Result<S
         }
         tx.txn.open_table(SUBMISSIONS)?.insert(key, stored.encode_to_vec().as_slice())?;
         // A partial is a sign of life: it extends the lease like a heartbeat.
-        jobs::extend_lease(tx.txn, s.job_id, &mut lease, now + policy.lease_us)?;
-        rec.updated_at = now;
-        jobs::save(tx, Some(JobState::Leased), &rec, now)?;
-        return Ok(SubmitOutcome::Accepted { node_ids, finished: false, lease_deadline: lease.deadline, enqueued: vec![], holder: lease.worker_id });
+        let lease_deadline = jobs::progress(tx, &mut rec, &mut lease, now + policy.lease_us, now)?;
+        return Ok(SubmitOutcome::Accepted { node_ids, finished: false, lease_deadline, enqueued: vec![], holder: lease.worker_id });
     }
 
     let fin = apply::Final {
@@ -204,7 +209,8 @@ pub fn submit(tx: &mut Tx<'_>, s: Staged, policy: &Policy, now: i64) -> Result<S
         child_blobs: &s.child_blobs,
         content_hash: &stored.content_hash,
     };
-    let done = apply::finalize(tx, &mut rec, s.attempt, fin, now)?;
+    let done = apply::finalize(tx.txn, &rec, s.attempt, fin, now)?;
+    let enqueued = link_children(tx, &mut rec, done.children, now)?;
     // The staged partials were applied; only the final record stays (without its
     // bytes), so that a re-sent final gets the same answer.
     tx.txn.open_table(SUBMISSIONS)?.insert(key, stored.encode_to_vec().as_slice())?;
@@ -215,5 +221,44 @@ pub fn submit(tx: &mut Tx<'_>, s: Staged, policy: &Policy, now: i64) -> Result<S
         r.next_attempt_at = 0;
     })?
     .map_err(|e| StoreError::Corrupt(e.to_string()))?;
-    Ok(SubmitOutcome::Accepted { node_ids, finished: true, lease_deadline: 0, enqueued: done.enqueued, holder: lease.worker_id })
+    Ok(SubmitOutcome::Accepted { node_ids, finished: true, lease_deadline: 0, enqueued, holder: lease.worker_id })
+}
+
+/// The URL a content-less child job fetches: its name, bare or after a `url:` prefix (the web
+/// worker names crawl children `url:<normalized URL>`), when that is an http(s) URL.
+fn child_url(name: &str) -> Option<&str> {
+    let url = name.strip_prefix("url:").unwrap_or(name);
+    let l = url.to_ascii_lowercase();
+    let ok = (l.starts_with("http://") || l.starts_with("https://")) && !url.chars().any(|c| c.is_control() || c.is_whitespace());
+    ok.then_some(url)
+}
+
+/// Creates each child job, or links the existing one of the same name (per tenant);
+/// `parent` lists them all (it is saved by the caller's `Succeed`). Returns the created ones.
+fn link_children(tx: &mut Tx<'_>, parent: &mut JobRecord, children: Vec<ChildSpec>, now: i64) -> Result<Vec<NewChild>, StoreError> {
+    let mut created = Vec::new();
+    for c in children {
+        let id = match jobs::child_named(tx.txn, &parent.tenant, &c.name)? {
+            Some(id) if id == parent.id => continue,
+            Some(id) => {
+                jobs::adopt(tx, id, parent.id, now)?;
+                id
+            }
+            None => {
+                let (blob, size, url) = match (c.blob.split_once(':'), child_url(&c.name)) {
+                    (Some((h, n)), _) => (h.to_string(), n.parse().unwrap_or(0), String::new()),
+                    (None, Some(url)) => (String::new(), 0, url.to_string()),
+                    (None, None) => (blake3::hash(b"").to_hex().to_string(), 0, String::new()),
+                };
+                let new = NewJob { tenant: parent.tenant.clone(), organization: parent.organization.clone(), format: c.format, name: c.name, options_json: c.options_json, url, blob, size, idempotency_key: String::new() };
+                let child = jobs::insert_child(tx, new, parent.id, now)?;
+                created.push(NewChild { id: child.id, format: child.format, tenant: child.tenant });
+                child.id
+            }
+        };
+        if !parent.children.contains(&id) {
+            parent.children.push(id);
+        }
+    }
+    Ok(created)
 }

@@ -3,9 +3,30 @@
 use tonic::Status;
 
 use super::invalid;
+use crate::actors::submission::{ResultBody, WorkerResult};
 use crate::proto;
 use crate::store::jobs::JobView;
 use crate::store::state::JobState;
+
+/// Longest failure_reason accepted on the wire (stored capped at 512 bytes).
+pub const MAX_REASON_WIRE_BYTES: usize = 64 * 1024;
+
+/// A worker's `IngestionResult` as the domain's [`WorkerResult`]: ids checked, the
+/// seed's form (no `worker_id`, `attempt` 0) kept as absent.
+pub fn worker_result(r: proto::IngestionResult) -> Result<WorkerResult, Status> {
+    let job_id = job_id("job_id", &r.job_id)?;
+    let worker = if r.worker_id.is_empty() { None } else { Some(ident("worker_id", &r.worker_id)?) };
+    let attempt = (r.attempt != 0).then_some(r.attempt);
+    let body = if r.success {
+        ResultBody::Submitted { result_json: r.result_json }
+    } else {
+        if r.failure_reason.len() > MAX_REASON_WIRE_BYTES {
+            return Err(invalid("failure_reason", format!("{} bytes is over the limit of {MAX_REASON_WIRE_BYTES}", r.failure_reason.len())));
+        }
+        ResultBody::Failed { reason: r.failure_reason, permanent: r.permanent }
+    };
+    Ok(WorkerResult { job_id, worker, attempt, body })
+}
 
 /// Longest identifier (tenant, organization, worker id) accepted.
 pub const MAX_ID_BYTES: usize = 256;

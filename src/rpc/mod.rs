@@ -56,7 +56,7 @@ pub fn to_status(e: impl Into<ApiError>) -> Status {
         ApiError::Graph(e @ GraphError::NotVisible { .. }) => Status::failed_precondition(e.to_string()),
         ApiError::Fenced(f) => Status::permission_denied(f.to_string()),
         e @ ApiError::NoBlob(_) => Status::failed_precondition(e.to_string()),
-        ApiError::Io(msg) => Status::internal(msg),
+        ApiError::Io(msg) | ApiError::Core(CoreError::Io(msg)) => Status::internal(msg),
     }
 }
 

@@ -2,9 +2,15 @@
 //!
 //! Every operation checks before it writes, so a logical refusal (a fenced
 //! submission, a job in the wrong state) writes nothing. This module knows nothing of
-//! the graph: what an attempt's end means for its rows is [`crate::lifecycle`]'s. Every record write goes
-//! through [`save`], which keeps the secondary tables (ready index, leases,
-//! retry schedule, dead letters, queue depth counts) consistent with the state.
+//! the graph: what an attempt's end means for its rows is [`crate::lifecycle`]'s.
+//!
+//! A job record is created by [`insert`] (a client's job) or [`insert_child`] (a job a
+//! submission asked for), and every change after that goes through [`apply`] with an
+//! [`Event`] of the pure state machine, including the changes that keep the state
+//! (a partial's progress, a child gaining a parent). Both end in the private `save`,
+//! which keeps the secondary tables (ready index, leases, retry schedule, dead letters,
+//! queue depth counts) consistent with the state. Leases are written here only: granted
+//! by [`lease`], extended by `extend_lease` (heartbeats, keep-alives, progress).
 use prost::Message;
 use redb::{ReadTransaction, ReadableTable, WriteTransaction};
 
@@ -111,7 +117,7 @@ pub(crate) fn next_counter(txn: &WriteTransaction, name: &str) -> Result<u64, St
 
 /// Writes `rec` (whose state may have changed from `old`) and every index that
 /// follows from its state.
-pub(crate) fn save(tx: &mut Tx<'_>, old: Option<JobState>, rec: &JobRecord, now: i64) -> Result<(), StoreError> {
+fn save(tx: &mut Tx<'_>, old: Option<JobState>, rec: &JobRecord, now: i64) -> Result<(), StoreError> {
     let new = state_of(rec)?;
     let txn = tx.txn;
     txn.open_table(JOBS)?.insert(rec.id, rec.encode_to_vec().as_slice())?;
@@ -178,7 +184,10 @@ pub fn apply(tx: &mut Tx<'_>, rec: &mut JobRecord, event: Event, now: i64, fill:
         Err(e) => return Ok(Err(e)),
     };
     rec.state = u32::from(next.code());
-    rec.updated_at = now;
+    // Gaining a parent is something that happened to another job.
+    if event != Event::Adopt {
+        rec.updated_at = now;
+    }
     fill(rec, next);
     save(tx, Some(old), rec, now)?;
     Ok(Ok(next))
@@ -186,10 +195,19 @@ pub fn apply(tx: &mut Tx<'_>, rec: &mut JobRecord, event: Event, now: i64, fill:
 
 /// Moves `lease` (job `id`'s current one) to at least `until` (µs): the one writer of
 /// lease extensions (heartbeats, a partial as a sign of life, the core's own waits).
-pub(crate) fn extend_lease(txn: &WriteTransaction, id: u64, lease: &mut LeaseRecord, until: i64) -> Result<(), StoreError> {
+fn extend_lease(txn: &WriteTransaction, id: u64, lease: &mut LeaseRecord, until: i64) -> Result<(), StoreError> {
     lease.deadline = lease.deadline.max(until);
     txn.open_table(LEASES)?.insert(id, lease.encode_to_vec().as_slice())?;
     Ok(())
+}
+
+/// A partial submission of lease `lease` (job `rec`'s current one) was accepted: the
+/// [`Event::Progress`] transition, and the lease extended to at least `until` (a partial
+/// is a sign of life, like a heartbeat). Returns the lease's deadline.
+pub fn progress(tx: &mut Tx<'_>, rec: &mut JobRecord, lease: &mut LeaseRecord, until: i64, now: i64) -> Result<i64, StoreError> {
+    apply(tx, rec, Event::Progress, now, |_, _| {})?.map_err(|e| StoreError::Corrupt(e.to_string()))?;
+    extend_lease(tx.txn, rec.id, lease, until)?;
+    Ok(lease.deadline)
 }
 
 // ---------------------------------------------------------------------------
@@ -198,7 +216,14 @@ pub(crate) fn extend_lease(txn: &WriteTransaction, id: u64, lease: &mut LeaseRec
 
 pub fn insert(tx: &mut Tx<'_>, new: NewJob, now: i64) -> Result<JobRecord, StoreError> {
     let id = next_counter(tx.txn, "next_job_id")?;
-    let rec = JobRecord {
+    let rec = record(id, new, now);
+    save(tx, None, &rec, now)?;
+    Ok(rec)
+}
+
+/// A new queued job's record.
+fn record(id: u64, new: NewJob, now: i64) -> JobRecord {
+    JobRecord {
         id,
         tenant: new.tenant,
         organization: new.organization,
@@ -212,9 +237,31 @@ pub fn insert(tx: &mut Tx<'_>, new: NewJob, now: i64) -> Result<JobRecord, Store
         created_at: now,
         updated_at: now,
         ..Default::default()
-    };
+    }
+}
+
+/// The job a submission of `tenant` created under child name `name`, if any.
+pub fn child_named(txn: &WriteTransaction, tenant: &str, name: &str) -> Result<Option<u64>, StoreError> {
+    Ok(txn.open_table(CHILD_NAMES)?.get((tenant, name))?.map(|g| g.value()))
+}
+
+/// Creates the child job `new` of job `parent`, queued, under its name in the tenant.
+pub fn insert_child(tx: &mut Tx<'_>, new: NewJob, parent: u64, now: i64) -> Result<JobRecord, StoreError> {
+    let id = next_counter(tx.txn, "next_job_id")?;
+    let rec = JobRecord { parents: vec![parent], ..record(id, new, now) };
     save(tx, None, &rec, now)?;
+    tx.txn.open_table(CHILD_NAMES)?.insert((rec.tenant.as_str(), rec.name.as_str()), rec.id)?;
     Ok(rec)
+}
+
+/// Job `id` (created by another submission) gains `parent` ([`Event::Adopt`]).
+pub fn adopt(tx: &mut Tx<'_>, id: u64, parent: u64, now: i64) -> Result<(), StoreError> {
+    let Some(mut child) = load(tx.txn, id)? else { return Ok(()) };
+    if child.parents.contains(&parent) {
+        return Ok(());
+    }
+    apply(tx, &mut child, Event::Adopt, now, |r, _| r.parents.push(parent))?.map_err(|e| StoreError::Corrupt(e.to_string()))?;
+    Ok(())
 }
 
 /// A client's job: the one its idempotency key already names in the tenant (false),

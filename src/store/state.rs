@@ -74,6 +74,12 @@ pub enum Event {
     Cancel,
     /// A client moves a dead or cancelled job back to the queue.
     Retry,
+    /// A partial submission of the current lease was accepted: the job stays leased
+    /// (its record notes the progress, its lease is extended).
+    Progress,
+    /// Another job's final submission names this job as its child: it gains a parent,
+    /// whatever its state, and stays there.
+    Adopt,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -101,6 +107,8 @@ pub fn transition(state: JobState, event: Event) -> Result<JobState, TransitionE
         (S::Retrying, E::Due) => S::Queued,
         (S::Queued | S::Leased | S::Retrying, E::Cancel) => S::Cancelled,
         (S::Dead | S::Cancelled, E::Retry) => S::Queued,
+        (S::Leased, E::Progress) => S::Leased,
+        (s, E::Adopt) => s,
         _ => return Err(TransitionError { state, event }),
     };
     Ok(next)
@@ -134,12 +142,16 @@ mod tests {
             E::Release,
             E::Cancel,
             E::Retry,
+            E::Progress,
+            E::Adopt,
         ]
     }
 
     /// The whole table: every state × every event, with the expected outcome.
     fn expected(state: JobState, event: Event) -> Option<JobState> {
         match (state, event) {
+            (s, E::Adopt) => Some(s),
+            (S::Leased, E::Progress) => Some(S::Leased),
             (S::Queued, E::Lease) => Some(S::Leased),
             (S::Queued, E::Cancel) => Some(S::Cancelled),
             (S::Queued, _) => None,
@@ -169,15 +181,17 @@ mod tests {
                 checked += 1;
             }
         }
-        assert_eq!(checked, 6 * 9);
+        assert_eq!(checked, 6 * 11);
     }
 
     #[test]
     fn finished_states_only_leave_by_retry() {
         for state in JobState::ALL.into_iter().filter(|s| s.is_finished()) {
-            for event in all_events().into_iter().filter(|e| *e != E::Retry) {
+            for event in all_events().into_iter().filter(|e| !matches!(e, E::Retry | E::Adopt)) {
                 assert!(transition(state, event).is_err(), "{state:?} × {event:?}");
             }
+            // Gaining a parent is not leaving.
+            assert_eq!(transition(state, E::Adopt), Ok(state));
         }
     }
 

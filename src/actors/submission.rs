@@ -1,0 +1,218 @@
+//! A worker's `IngestionResult`, from a converted request to the reply: the seed
+//! fallback for fencing, parsing and validation off the async workers, the wait of a
+//! pipelined partial for its predecessor (bounded, the lease kept alive meanwhile),
+//! and the failure of a malformed submission as `protocol`. The RPC layer converts
+//! the proto into a [`WorkerResult`], calls [`Core::submit_result`] and maps the error.
+use std::time::Duration;
+
+use tokio::sync::broadcast;
+
+use super::{Core, CoreError};
+use crate::failure::{self, FailureKind};
+use crate::graph::apply::Encoded;
+use crate::graph::validate::validate;
+use crate::graph::wire::{self, Submission, WireError};
+use crate::lifecycle::submit::{base_offset, Base, Staged, SubmitOutcome};
+use crate::store::jobs::{self, FailOutcome};
+use crate::store::records::FailureRecord;
+
+/// A worker's result for one job, as converted from the wire.
+#[derive(Debug, Clone)]
+pub struct WorkerResult {
+    pub job_id: u64,
+    /// The submitting worker, when it said (a seed-only worker does not).
+    pub worker: Option<String>,
+    /// The lease number, when it said (0 on the wire: a seed-only worker).
+    pub attempt: Option<u64>,
+    pub body: ResultBody,
+}
+
+#[derive(Debug, Clone)]
+pub enum ResultBody {
+    /// The worker failed the job: its reason (`<kind>: …` when it names one) and its
+    /// own permanence flag (used only when the reason names no kind).
+    Failed { reason: String, permanent: bool },
+    /// A submission's JSON bytes, not parsed yet.
+    Submitted { result_json: Vec<u8> },
+}
+
+/// What the worker is told.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SubmitReply {
+    pub accepted: bool,
+    pub node_ids: Vec<String>,
+    pub lease_deadline: i64,
+    pub reason: String,
+}
+
+impl SubmitReply {
+    fn refused(reason: String) -> Self {
+        Self { reason, ..Default::default() }
+    }
+}
+
+/// Runs `f` on tokio's blocking pool (parsing, validation, store reads).
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T, CoreError> {
+    tokio::task::spawn_blocking(f).await.map_err(|e| CoreError::Io(format!("blocking task: {e}")))
+}
+
+impl Core {
+    /// Applies a worker's result (see the module docs).
+    pub async fn submit_result(&self, r: WorkerResult) -> Result<SubmitReply, CoreError> {
+        let id = r.job_id;
+        let worker = r.worker;
+        // `worker_id` and `attempt` were added for fencing; a worker that speaks only the
+        // seed's fields sends neither. Without `attempt` the submission is fenced by the
+        // lease current when it arrives, and without `worker_id` by no holder: what is
+        // then still fenced is that the job is leased, the lease does not change between
+        // this look and the write (the store checks the number again), and the seq order
+        // of its partials. A stale seed worker whose lease expired and was granted again
+        // can land a result on the new lease; only the added fields prevent that.
+        let attempt = match r.attempt {
+            Some(a) => a,
+            None => match self.current_lease(id).await? {
+                Some(a) => a,
+                None => return Ok(SubmitReply::refused(format!("job {id} is not leased"))),
+            },
+        };
+        let bytes = match r.body {
+            ResultBody::Failed { reason, permanent } => {
+                let (kind, _) = failure::split_reason(&reason);
+                let failure = FailureRecord {
+                    kind: kind.unwrap_or(FailureKind::Transient).as_str().into(),
+                    permanent: kind.map_or(permanent, |k| self.policy.is_permanent(k)),
+                    reason: failure::truncate_utf8(&reason, failure::MAX_REASON_BYTES).to_string(),
+                    worker_id: worker.clone().unwrap_or_default(),
+                    ..Default::default()
+                };
+                return Ok(match self.leases.fail(id, worker, attempt, failure).await? {
+                    FailOutcome::NotCurrent(reason) => SubmitReply::refused(reason),
+                    _ => SubmitReply { accepted: true, ..Default::default() },
+                });
+            }
+            ResultBody::Submitted { result_json } => result_json,
+        };
+        // Parse, validate all of it and store child contents as blobs, off the async
+        // workers (a partial may be tens of MB of JSON). A partial may arrive before its
+        // predecessor is accepted (workers pipeline): it is parsed meanwhile, then
+        // waits for the predecessor's text offset to validate its spans.
+        let parsed = blocking(move || wire::parse(&bytes).map(|sub| (sub, bytes))).await?;
+        let checked = match parsed {
+            Err(e) => Err(e),
+            Ok((sub, bytes)) => match self.base_when_ready(id, attempt, sub.seq).await? {
+                Ok(base) => {
+                    let core = self.clone();
+                    blocking(move || core.check(id, attempt, base, sub, bytes)).await??
+                }
+                Err(gap) => Err(gap),
+            },
+        };
+        let staged = match checked {
+            Ok(staged) => Staged { worker_id: worker, ..staged },
+            Err(err) => {
+                // Malformed: the attempt fails as `protocol` (if it is current), nothing is applied.
+                let kind = FailureKind::Protocol;
+                let reason = failure::reason(kind, &err.to_string());
+                let failure = FailureRecord {
+                    kind: kind.as_str().into(),
+                    permanent: self.policy.is_permanent(kind),
+                    reason: reason.clone(),
+                    worker_id: worker.clone().unwrap_or_default(),
+                    ..Default::default()
+                };
+                return Ok(SubmitReply::refused(match self.leases.fail(id, worker, attempt, failure).await? {
+                    FailOutcome::NotCurrent(fenced) => fenced,
+                    _ => reason,
+                }));
+            }
+        };
+        Ok(match self.leases.submit(staged).await? {
+            SubmitOutcome::Accepted { node_ids, lease_deadline, .. } => SubmitReply { accepted: true, node_ids, lease_deadline, reason: String::new() },
+            SubmitOutcome::Rejected(reason) => SubmitReply::refused(reason),
+            SubmitOutcome::Protocol { reason, .. } => SubmitReply::refused(failure::reason(FailureKind::Protocol, &reason)),
+        })
+    }
+
+    /// The number of job `id`'s current lease, if it is leased (read on a blocking thread).
+    async fn current_lease(&self, id: u64) -> Result<Option<u64>, CoreError> {
+        let store = self.store.clone();
+        let view = blocking(move || jobs::get(&store.read()?, id)).await??;
+        Ok(view.and_then(|v| v.lease).map(|l| l.attempt))
+    }
+
+    /// The text offset submission `seq` of lease `attempt` starts at, once its
+    /// predecessor is accepted. A gap is an error naming it: `seq - 2` not accepted
+    /// (at most two partials are in flight), or `seq - 1` not accepted within
+    /// `[jobs] partial_wait_secs`, during which the lease is kept alive (the core holds
+    /// the worker's call; the worker is not silent). For a lease that is not current, 0:
+    /// the store fences the submission.
+    async fn base_when_ready(&self, job: u64, attempt: u64, seq: u32) -> Result<Result<u64, WireError>, CoreError> {
+        let gap = |missing: u32, why: &str| WireError::field("seq", format!("{seq} leaves a gap: seq {missing} of this lease {why}"));
+        let config = self.config();
+        let wait = config.jobs.partial_wait();
+        let keep_alive_every = (config.jobs.lease() / 3).max(Duration::from_millis(10));
+        // Subscribed before looking, so that a commit between the look and the wait is heard.
+        let mut changes = self.store.subscribe();
+        let deadline = tokio::time::Instant::now() + wait;
+        let mut next_keep_alive = tokio::time::Instant::now();
+        loop {
+            let store = self.store.clone();
+            match blocking(move || base_offset(&store.read()?, job, attempt, seq)).await?? {
+                Base::At(base) => return Ok(Ok(base)),
+                Base::NotLeased => return Ok(Ok(0)),
+                Base::Gap => return Ok(Err(gap(seq.saturating_sub(2), "was not accepted (a worker keeps at most two partials in flight)"))),
+                Base::Waiting => {}
+            }
+            loop {
+                let now = tokio::time::Instant::now();
+                if now >= deadline {
+                    return Ok(Err(gap(seq.saturating_sub(1), &format!("was not accepted within {} s", wait.as_secs_f64()))));
+                }
+                if now >= next_keep_alive {
+                    self.leases.keep_alive(job, attempt).await?;
+                    next_keep_alive = now + keep_alive_every;
+                }
+                match tokio::time::timeout_at(deadline.min(next_keep_alive), changes.recv()).await {
+                    Err(_) => continue,
+                    Ok(Ok(changed)) if changed != job => continue,
+                    Ok(Err(broadcast::error::RecvError::Closed)) => return Ok(Ok(0)),
+                    // This job changed (or events were missed): look again.
+                    Ok(_) => break,
+                }
+            }
+        }
+    }
+
+    /// Validates a parsed submission against the text accepted so far for its lease
+    /// (which ends at `base`), and stores its child jobs' contents as blobs.
+    /// `Ok(Err(_))` is a malformed submission; `Err(_)` a failure of ours. Blocking.
+    fn check(&self, job: u64, attempt: u64, base: u64, sub: Submission, bytes: Vec<u8>) -> Result<Result<Staged, WireError>, CoreError> {
+        let config = self.config();
+        let checked = match validate(&sub, base, &config.graph, &config.known_formats()) {
+            Ok(c) => c,
+            Err(e) => return Ok(Err(e)),
+        };
+        let mut child_blobs = Vec::with_capacity(checked.child_contents.len());
+        for content in checked.child_contents {
+            child_blobs.push(match content {
+                None => String::new(),
+                Some(data) => {
+                    let blob = (|| {
+                        let mut w = self.store.blobs().writer()?;
+                        w.write(&data)?;
+                        w.finish()
+                    })()
+                    .map_err(|e| CoreError::Io(format!("cannot store a child job's content: {e}")))?;
+                    format!("{}:{}", blob.0, blob.1)
+                }
+            });
+        }
+        let props = match Encoded::of(&sub) {
+            Ok(p) => p,
+            Err(e) => return Ok(Err(e)),
+        };
+        // Only a later partial can carry ids the core assigned earlier in this lease.
+        let core_refs = if sub.seq == 0 { Vec::new() } else { crate::graph::positions::core_refs(&bytes) };
+        Ok(Ok(Staged { job_id: job, worker_id: None, attempt, base, result_json: bytes, sub, props, child_blobs, core_refs }))
+    }
+}
