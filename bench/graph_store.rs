@@ -20,7 +20,9 @@
 //! file's symbol, so it is half of the submit's bytes here (skipping it measured 195
 //! instead of 387 KiB at 500 jobs), and a real source file with hundreds of cross-file
 //! calls pays megabytes per job. Node versions, EDGES_OUT and the per-job tables keep a
-//! job's keys together and cost a few pages each.
+//! job's keys together and cost a few pages each. The file holds ~48 KB of live data
+//! per job in ~2x that of pages (leaves split by scattered inserts sit half full) and
+//! grows by doubling (258 MiB file, 168 MiB allocated, 96 MiB stored after 2,000 jobs).
 use std::fmt::Write as _;
 use std::time::Instant;
 
