@@ -8,8 +8,19 @@
 //! committed end to end, and bytes on disk per node.
 //!
 //! cargo bench --bench graph -- [--nodes 1000000] [--partials 100]
+//!
+//! `--jobs N` instead runs the store alone, in process (no gRPC, no Python): N one-shot
+//! jobs, each enqueued (blob + commit), leased (commit) and finished with one realistic
+//! submission (commit) through the same store writer and `lifecycle::submit` the server
+//! uses. It prints the bytes this process wrote to disk per job and per commit
+//! (/proc/self/io `write_bytes`) and the redb file's size as the store grows: the
+//! per-job figure must stay flat.
+//!
+//! cargo bench --bench graph -- --jobs 2000
 #[path = "../tests/common/mod.rs"]
 mod common;
+#[path = "graph_store.rs"]
+mod graph_store;
 
 use std::fmt::Write as _;
 use std::time::Instant;
@@ -74,6 +85,9 @@ fn partial(k: usize, p: usize, per: usize, base: u64, prev_last: Option<&str>) -
 
 #[tokio::main]
 async fn main() {
+    if std::env::args().any(|a| a == "--jobs") {
+        return graph_store::run(arg("--jobs", 2000)).await;
+    }
     let n = arg("--nodes", 1_000_000);
     let p = arg("--partials", 100).max(1);
     let per = n / p;
