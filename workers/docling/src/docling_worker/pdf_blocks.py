@@ -126,6 +126,7 @@ def split_blocks(rows: Sequence[Row], body: float) -> list[Block]:
     """Groups rows (reading order, one page or more) into blocks; tables first."""
     blocks: list[Block] = []
     current: list[Row] = []
+    edge = 0.0  # the right edge of the rows in `current`
     index = 0
     while index < len(rows):
         run = _table_run(rows, index)
@@ -137,11 +138,10 @@ def split_blocks(rows: Sequence[Row], body: float) -> list[Block]:
             index += run
             continue
         row = rows[index]
-        if current:
-            edge = max(r.x1 for r in current)
-            if _breaks(current[-1], row, body, max(edge, row.x1)):
-                blocks.append(Block("paragraph", current))
-                current = []
+        if current and _breaks(current[-1], row, body, max(edge, row.x1)):
+            blocks.append(Block("paragraph", current))
+            current = []
+        edge = max(edge, row.x1) if current else row.x1
         current.append(row)
         index += 1
     if current:
