@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import re
 import statistics
-from collections.abc import Sequence
 from bisect import bisect_left, bisect_right
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from .pdf_reader import Line, PageContent
