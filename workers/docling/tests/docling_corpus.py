@@ -334,3 +334,41 @@ DOCLING_FIXTURES: dict[str, Callable[[], DoclingDocument]] = {
     "tables": docling_tables,
     "provenance": docling_provenance,
 }
+
+
+def _lines(pdf: FPDF, y: float, lines: list[tuple[str, str]], size: int = 10) -> float:
+    # One text line per cell at a fixed leading (style "" or "B"), as a typesetter writes a
+    # paragraph: a bold line inside it is still one of its lines.
+    for style, text in lines:
+        pdf.set_font("Helvetica", style, size)
+        pdf.set_xy(20, y)
+        pdf.cell(0, size * 0.5, text)
+        y += size * 0.5
+    return y
+
+
+def bold_lines_pdf() -> bytes:
+    """Bold lines at body size: a heading standing alone (short, followed by body text),
+    a full-width bold line inside a paragraph, and a paragraph that starts with a bold
+    line, as a reference manual sets the names of elements: the last two are body."""
+    pdf = _pdf("Element reference")
+    pdf.add_page()
+    _heading(pdf, 20, "Element reference", 16)
+    y = _lines(pdf, 34, [("B", "Scope of the elements")])
+    regular, bold = "", "B"
+    y = _lines(pdf, y + 2, [
+        (regular, "Each alias element names another type by which the same data is sometimes"
+                  " known,"),
+        (regular, "and a reader that meets an alias resolves it before anything else is"
+                  " compared. Note"),
+        (bold, "that no mime-type element may be defined for an alias; a single element"
+               " defines the"),
+        (regular, "canonical name and lists all its aliases."),
+    ])  # fmt: skip
+    y = _lines(pdf, y + 4, [
+        (bold, "treematch elements can be nested, meaning that both the outer and the inner"
+               " one must"),
+        (regular, "be satisfied for a match to be reported."),
+    ])  # fmt: skip
+    _lines(pdf, y + 4, [("", "A closing paragraph in plain type.")])
+    return bytes(pdf.output())

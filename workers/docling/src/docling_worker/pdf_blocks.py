@@ -4,14 +4,17 @@
   start at the same x positions (within 4 pt) as the first such row's, with short cells
   (40 characters on average at most). The first row is the header.
 - Paragraph breaks: a vertical gap over 0.6 of the line height, a change of size (over
-  15 % of the body size) or of weight, a row that starts with a list marker, or a row
-  after one that ends a sentence well short of the column's right edge.
+  15 % of the body size), a row that starts with a list marker, or a row after one that
+  ends a sentence well short of the column's right edge. A change of weight breaks only
+  after a row that is short or ends a sentence: a bold row that runs to the column's
+  edge mid-sentence is one of the paragraph's lines (a name set in bold at its start).
 - Table-of-contents entries (dot leaders) end their block and are never headings;
   neither is text set only in a monospace font (code).
 - Headings: at most three rows and 150 characters, not ending like a sentence, and
   either 15 % larger than the body text, or bold at body size with at most 100
-  characters, or numbered ("1.2 Scope") and bold or larger. The level is the numbering's
-  depth when numbered, else the rank of the heading's size among all heading sizes.
+  characters and 12 words (more reads as a sentence), or numbered ("1.2 Scope") and
+  bold or larger. The level is the numbering's depth when numbered, else the rank of
+  the heading's size among all heading sizes.
 - Lists: a block whose first row starts with a bullet (bullet, circle, squares, triangle,
   hyphen bullet, en dash, -, *, middle dot) or an
   enumerator ("1.", "2)", "a.", "(iv)") followed by a space; consecutive items form one list.
@@ -40,6 +43,7 @@ _SENTENCE_END = (".", "!", "?", ":", ";")
 _LEADERS = re.compile(r"(?:\. ?){4,}")
 _MONOSPACE = re.compile(r"mono|courier|typewriter|cmtt|consol", re.I)
 _ALIGN = 4.0
+_MAX_BOLD_WORDS = 12  # a bold line at body size with more words reads as a sentence
 
 
 @dataclass(slots=True)
@@ -104,7 +108,7 @@ def _table_run(rows: Sequence[Row], start: int) -> int:
 
 
 def _restyled(prev: Row, row: Row, body: float) -> bool:
-    if abs(prev.height - row.height) > 0.15 * body or prev.bold != row.bold:
+    if abs(prev.height - row.height) > 0.15 * body:
         return True
     return marker_of(row.text) is not None
 
@@ -119,6 +123,12 @@ def _breaks(prev: Row, row: Row, body: float, right_edge: float) -> bool:
     if gap > 0.6 * max(prev.height, row.height) or gap < -0.5 * row.height:
         return True
     short = prev.x1 < right_edge - 0.15 * (right_edge - prev.x0 + 1)
+    if prev.bold != row.bold:
+        # A change of weight at the same size ends the block only after a line that
+        # stands alone (short, or ending a sentence): a bold line that runs to the
+        # column's edge mid-sentence (a name set in bold at a line's start) is the
+        # paragraph's own line, however the next one is set.
+        return short or prev.text.endswith(_SENTENCE_END)
     return short and prev.text.endswith(_SENTENCE_END)
 
 
@@ -174,7 +184,7 @@ def _heading_like(block: Block, body: float) -> bool:
     bold = all(r.bold for r in block.rows)
     if size >= 1.15 * body:
         return True
-    if bold and size >= 0.95 * body and len(text) <= 100:
+    if bold and size >= 0.95 * body and len(text) <= 100 and len(text.split()) <= _MAX_BOLD_WORDS:
         return True
     return bool(_NUMBERED.match(text)) and (bold or size > body * 1.05)
 

@@ -1,0 +1,49 @@
+"""PDF layout heuristics on PDFs made by code, one rule per test: bold lines at body size,
+wrapped cells in tables without rules, images as figures with their captions."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from docling_worker import handle
+from workers_common.conformance import run_handler
+
+import docling_corpus as corpus
+
+
+def submission(tmp_path: Path, data: bytes, name: str = "layout") -> dict[str, Any]:
+    path = tmp_path / f"{name}.pdf"
+    path.write_bytes(data)
+    sub: dict[str, Any] = json.loads(run_handler(handle, path, format="pdf", name=name)[0])
+    return sub
+
+
+def labelled(sub: dict[str, Any], label: str) -> list[dict[str, Any]]:
+    return [n for n in sub["nodes"] if n["labels"] == [label]]
+
+
+def span_text(sub: dict[str, Any], node: dict[str, Any]) -> str:
+    raw = sub["canonicalText"].encode()
+    (index,) = node["spanRefs"]
+    span = sub["spans"][index]
+    return str(raw[span["start"] : span["end"]].decode())
+
+
+def test_bold_body_lines_stay_in_their_paragraphs(tmp_path: Path) -> None:
+    sub = submission(tmp_path, corpus.bold_lines_pdf())
+    headings = [n["properties"]["heading"] for n in labelled(sub, "SECTION")]
+    # The short bold line standing alone before body text is a heading; the bold lines
+    # that run to the edge mid-sentence are not.
+    assert headings == ["Scope of the elements"]
+    paragraphs = [span_text(sub, n) for n in labelled(sub, "PARAGRAPH")]
+    assert paragraphs == [
+        "Each alias element names another type by which the same data is sometimes known, "
+        "and a reader that meets an alias resolves it before anything else is compared. Note "
+        "that no mime-type element may be defined for an alias; a single element defines the "
+        "canonical name and lists all its aliases.",
+        "treematch elements can be nested, meaning that both the outer and the inner one must "
+        "be satisfied for a match to be reported.",
+        "A closing paragraph in plain type.",
+    ]
