@@ -372,3 +372,35 @@ def bold_lines_pdf() -> bytes:
     ])  # fmt: skip
     _lines(pdf, y + 4, [("", "A closing paragraph in plain type.")])
     return bytes(pdf.output())
+
+
+PARTS = (
+    ("Part", "Description", "Price"),
+    ("Widget", "A small part used in many assemblies across the three plants", "10"),
+    ("Gadget", "Large", "12"),
+    ("Sprocket", "A toothed wheel that drives the chain of the conveyor belt in the main "
+     "warehouse and in both loading bays", "7"),
+)  # fmt: skip
+
+
+def wrapped_table_pdf() -> bytes:
+    """Two tables without rules whose description cells wrap onto two and three lines:
+    the first with its cells centred on each row (fpdf2's default), the second with them
+    at the row's top; a paragraph after each."""
+    pdf = _pdf("Parts")
+    pdf.add_page()
+    _heading(pdf, 20, "Parts list", 16)
+    y = 34.0
+    for v_align in ("MIDDLE", "TOP"):
+        pdf.set_font("Helvetica", size=10)
+        pdf.set_xy(20, y)
+        with pdf.table(col_widths=(30, 80, 20), width=130, align="LEFT",
+                       first_row_as_headings=True, text_align="LEFT", borders_layout="NONE",
+                       line_height=5, v_align=v_align) as table:  # fmt: skip
+            for row in PARTS:
+                cells = table.row()
+                for value in row:
+                    cells.cell(value)
+        y = _para(pdf, 20, pdf.get_y() + 8, 170, f"Prices are per unit ({v_align.lower()}).")
+        y += 10
+    return bytes(pdf.output())

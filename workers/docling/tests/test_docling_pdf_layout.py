@@ -47,3 +47,16 @@ def test_bold_body_lines_stay_in_their_paragraphs(tmp_path: Path) -> None:
         "be satisfied for a match to be reported.",
         "A closing paragraph in plain type.",
     ]
+
+
+def test_wrapped_cells_of_tables_without_rules_are_joined(tmp_path: Path) -> None:
+    sub = submission(tmp_path, corpus.wrapped_table_pdf())
+    tables = labelled(sub, "TABLE")
+    assert len(tables) == 2  # cells centred on their rows, then cells at the rows' tops
+    header, *rows = [list(row) for row in corpus.PARTS]
+    for table in tables:
+        assert table["properties"]["header"] == header
+        assert table["properties"]["rows"] == rows
+        assert span_text(sub, table) == "\n".join("\t".join(row) for row in corpus.PARTS)
+    paragraphs = [span_text(sub, n) for n in labelled(sub, "PARAGRAPH")]
+    assert paragraphs == ["Prices are per unit (middle).", "Prices are per unit (top)."]

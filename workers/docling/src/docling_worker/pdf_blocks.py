@@ -2,7 +2,9 @@
 
 - Tables (column-aligned): three or more consecutive rows of two or more cells whose cells
   start at the same x positions (within 4 pt) as the first such row's, with short cells
-  (40 characters on average at most). The first row is the header.
+  (40 characters on average at most). The first row is the header. Rows of one cell
+  between them, starting at a column after the first and as close as a paragraph's
+  lines, are wrapped lines of a cell (pdf_tables joins them into their row's cell).
 - Paragraph breaks: a vertical gap over 0.6 of the line height, a change of size (over
   15 % of the body size), a row that starts with a list marker, or a row after one that
   ends a sentence well short of the column's right edge. A change of weight breaks only
@@ -82,6 +84,18 @@ def marker_of(text: str) -> tuple[str, str] | None:
     return None
 
 
+def _wrapped_line(prev: Row, row: Row, anchors: Sequence[float]) -> bool:
+    """A one-cell row inside a column-aligned table: a wrapped cell's line, starting at one
+    of the columns after the first, as close to the row above as a paragraph's lines."""
+    if len(row.cells) != 1 or row.page != prev.page:
+        return False
+    x0 = row.cells[0].x0
+    if not any(abs(x0 - a) <= _ALIGN for a in anchors[1:]):
+        return False
+    gap = prev.y0 - row.y1
+    return -0.5 * row.height <= gap <= 0.6 * max(prev.height, row.height)
+
+
 def _table_run(rows: Sequence[Row], start: int) -> int:
     """How many rows from `start` form a column-aligned table (0 when none)."""
     first = rows[start]
@@ -89,17 +103,24 @@ def _table_run(rows: Sequence[Row], start: int) -> int:
         return 0
     anchors = [c.x0 for c in first.cells]
     end = start
+    full = 0
     while end < len(rows):
         row = rows[end]
-        if len(row.cells) < 2 or row.page != first.page:
+        if row.page != first.page:
+            break
+        if len(row.cells) < 2:
+            if end > start and _wrapped_line(rows[end - 1], row, anchors):
+                end += 1
+                continue
             break
         if not all(
             any(abs(c.x0 - a) <= _ALIGN or c.x0 > anchors[-1] for a in anchors) for c in row.cells
         ):
             break
         end += 1
+        full += 1
     count = end - start
-    if count < 3:
+    if full < 3:
         return 0
     cells = [c for row in rows[start:end] for c in row.cells]
     if sum(len(c.text) for c in cells) / len(cells) > 40:
