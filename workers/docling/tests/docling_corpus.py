@@ -10,6 +10,7 @@ import json
 import zipfile
 from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import Any
 
 from docling_core.types.doc import (
     BoundingBox,
@@ -403,4 +404,39 @@ def wrapped_table_pdf() -> bytes:
                     cells.cell(value)
         y = _para(pdf, 20, pdf.get_y() + 8, 170, f"Prices are per unit ({v_align.lower()}).")
         y += 10
+    return bytes(pdf.output())
+
+
+def _picture(width: int, height: int, shade: int) -> Any:
+    from PIL import Image
+
+    image = Image.new("L", (width, height), shade)
+    for x in range(0, width, 8):  # a few bars, so the picture is not a flat colour
+        for y in range(height // 2, height):
+            image.putpixel((x, y), 0)
+    return image
+
+
+def figure_pdf() -> bytes:
+    """Two pages: body text, an image with "Figure 1: ..." below it, a second image with
+    no caption, then on page 2 an image with "Fig. 2 ..." above it and a tiny image (a
+    bullet-sized mark, not a figure)."""
+    pdf = _pdf("Figures")
+    pdf.add_page()
+    _heading(pdf, 20, "Output", 16)
+    y = _para(pdf, 20, 32, 170, "Output grew in every region, as the chart below shows.")
+    pdf.image(_picture(160, 80, 200), x=20, y=y + 4, w=80, h=40)
+    pdf.set_font("Helvetica", size=9)
+    pdf.set_xy(20, y + 46)
+    pdf.cell(0, 4, "Figure 1: Output by region")
+    y = _para(pdf, 20, y + 60, 170, "The second picture has no caption.")
+    pdf.image(_picture(80, 80, 120), x=20, y=y + 4, w=40, h=40)
+    _para(pdf, 20, y + 50, 170, "Text after the second picture.")
+    pdf.add_page()
+    pdf.set_font("Helvetica", size=9)
+    pdf.set_xy(20, 20)
+    pdf.cell(0, 4, "Fig. 2 Costs by quarter")
+    pdf.image(_picture(120, 60, 180), x=20, y=26, w=60, h=30)
+    pdf.image(_picture(8, 8, 0), x=20, y=64, w=2, h=2)
+    _para(pdf, 24, 63, 160, "A line with a small mark before it.")
     return bytes(pdf.output())

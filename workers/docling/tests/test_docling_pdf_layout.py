@@ -60,3 +60,37 @@ def test_wrapped_cells_of_tables_without_rules_are_joined(tmp_path: Path) -> Non
         assert span_text(sub, table) == "\n".join("\t".join(row) for row in corpus.PARTS)
     paragraphs = [span_text(sub, n) for n in labelled(sub, "PARAGRAPH")]
     assert paragraphs == ["Prices are per unit (middle).", "Prices are per unit (top)."]
+
+
+def test_images_become_figures_with_their_captions(tmp_path: Path) -> None:
+    sub = submission(tmp_path, corpus.figure_pdf())
+    nodes = sub["nodes"]
+    figures = labelled(sub, "FIGURE")
+    # Three pictures; the 2 pt mark before a line of text is not a figure.
+    assert [f["properties"]["page"] for f in figures] == [1, 1, 2]
+    for figure in figures:
+        left, bottom, right, top = figure["properties"]["bbox"]
+        assert 0 <= left < right <= 595.3, figure
+        assert 0 <= bottom < top <= 841.9, figure
+    # fpdf2 placed the first picture at x=20 mm, 80 x 40 mm: 56.69..283.46 pt across.
+    assert figures[0]["properties"]["bbox"][0] == 56.69
+    assert figures[0]["properties"]["bbox"][2] == 283.46
+    captions = labelled(sub, "CAPTION")
+    assert [span_text(sub, c) for c in captions] == [
+        "Figure 1: Output by region", "Fig. 2 Costs by quarter",
+    ]  # fmt: skip
+    index = {id(n): i for i, n in enumerate(nodes)}
+    edges = {(e["fromRef"], e["toRef"]) for e in sub["relationships"] if e["type"] == "CAPTION_OF"}
+    assert edges == {
+        (index[id(captions[0])], index[id(figures[0])]),
+        (index[id(captions[1])], index[id(figures[2])]),
+    }
+    assert [c["properties"]["page"] for c in captions] == [1, 2]
+    # Captions leave the paragraphs; the text keeps reading order (page 2's caption sits
+    # above its picture, so it comes before the text below the picture).
+    paragraphs = [span_text(sub, n) for n in labelled(sub, "PARAGRAPH")]
+    assert not any(p.startswith(("Figure", "Fig.")) for p in paragraphs)
+    text = sub["canonicalText"]
+    assert text.index("chart below shows") < text.index("Figure 1") < text.index("second picture")
+    assert text.index("Fig. 2") < text.index("small mark")
+    assert sub["stats"]["nodes_figure"] == 3
