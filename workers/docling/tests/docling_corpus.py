@@ -440,3 +440,16 @@ def figure_pdf() -> bytes:
     pdf.image(_picture(8, 8, 0), x=20, y=64, w=2, h=2)
     _para(pdf, 24, 63, 160, "A line with a small mark before it.")
     return bytes(pdf.output())
+
+
+def reference_pdf() -> bytes:
+    """Numbered headings 1 and 1.1, then unnumbered headings smaller than 1.1 (a manual's
+    function entries), each over a paragraph."""
+    pdf = _pdf("Reference")
+    pdf.add_page()
+    y = 20.0
+    for text, size in (("1 Reference", 16), ("1.1 Parser functions", 14), ("parse tree", 12),
+                       ("parse array", 12), ("2 Index", 16)):  # fmt: skip
+        _heading(pdf, y, text, size)
+        y = _para(pdf, 20, y + 10, 170, f"The entry under {text} explains what it does.") + 6
+    return bytes(pdf.output())

@@ -94,3 +94,13 @@ def test_images_become_figures_with_their_captions(tmp_path: Path) -> None:
     assert text.index("chart below shows") < text.index("Figure 1") < text.index("second picture")
     assert text.index("Fig. 2") < text.index("small mark")
     assert sub["stats"]["nodes_figure"] == 3
+
+
+def test_unnumbered_headings_smaller_than_a_numbered_one_nest_under_it(tmp_path: Path) -> None:
+    sub = submission(tmp_path, corpus.reference_pdf())
+    sections = [(n["properties"]["heading"], n["properties"]["level"])
+                for n in labelled(sub, "SECTION")]  # fmt: skip
+    assert sections == [
+        ("1 Reference", 1), ("1.1 Parser functions", 2), ("parse tree", 3), ("parse array", 3),
+        ("2 Index", 1),
+    ]  # fmt: skip

@@ -15,8 +15,9 @@
 - Headings: at most three rows and 150 characters, not ending like a sentence, and
   either 15 % larger than the body text, or bold at body size with at most 100
   characters and 12 words (more reads as a sentence), or numbered ("1.2 Scope") and
-  bold or larger. The level is the numbering's depth when numbered, else the rank of
-  the heading's size among all heading sizes.
+  bold or larger. The level is the numbering's depth when numbered; an unnumbered one
+  smaller than the numbered heading before it sits one level below that; else the rank
+  of the heading's size among all heading sizes.
 - Lists: a block whose first row starts with a bullet (bullet, circle, squares, triangle,
   hyphen bullet, en dash, -, *, middle dot) or an
   enumerator ("1.", "2)", "a.", "(iv)") followed by a space; consecutive items form one list.
@@ -235,18 +236,24 @@ def classify_blocks(blocks: Sequence[Block], body: float, page_heights: dict[int
 
 
 def heading_levels(blocks: Sequence[Block]) -> None:
-    """Numbered headings take their numbering's depth; others the rank of their size."""
+    """Numbered headings take their numbering's depth; others sit below the numbered
+    heading before them when smaller than it, else at the rank of their size."""
     headings = [b for b in blocks if b.kind == "heading"]
     sizes = sorted({round(b.size) for b in headings if not _NUMBERED.match(b.text)}, reverse=True)
     numbered_sizes = sorted({round(b.size) for b in headings if _NUMBERED.match(b.text)})
+    last_numbered: Block | None = None
     for block in headings:
         match = _NUMBERED.match(block.text)
         if match:
             block.level = match.group(1).count(".") + 1
+            last_numbered = block
             continue
         size = round(block.size)
-        # An unnumbered heading as large as numbered top-level ones sits at their level.
+        # An unnumbered heading as large as numbered top-level ones sits at their level;
+        # one smaller than the numbered heading before it sits just below that one.
         if numbered_sizes and size >= numbered_sizes[-1]:
             block.level = 1
+        elif last_numbered is not None and size < round(last_numbered.size):
+            block.level = last_numbered.level + 1
         else:
             block.level = sizes.index(size) + 1 if size in sizes else 1
