@@ -9,8 +9,9 @@ shipped pool's address-space limit (memory_mb = 3072); a job that runs past --ti
 killed with its child (a fresh one takes the next file). Each file ends as succeeded,
 a typed failure (invalid_input, unsupported, too_large: the worker's permanent
 failures), crashed (any other exception, or the child dying) or hung (killed at the
-timeout). Prints the counts by outcome and format, every file that did not succeed,
-and for PDFs the structure found (pages, sections, tables, figures).
+timeout). Progress goes to stderr. Prints the counts by outcome and format, every file
+that did not succeed, and for PDFs the structure found (pages, sections, tables,
+figures).
 """
 
 from __future__ import annotations
@@ -138,6 +139,9 @@ def main() -> int:
             if result["outcome"] in ("hung", "crashed"):
                 child.kill()
                 child = Child()
+            done = sum(outcomes.values())
+            if result["outcome"] != "succeeded" or done % 50 == 0:
+                print(f"[{done}/{len(files)}] {result['outcome']} {name}", file=sys.stderr)
             if result["outcome"] != "succeeded":
                 notes.append(f"  {result['outcome']:<13} {name}: {result.get('detail', '')}")
                 if "trace" in result:
