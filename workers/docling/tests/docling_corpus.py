@@ -453,3 +453,12 @@ def reference_pdf() -> bytes:
         _heading(pdf, y, text, size)
         y = _para(pdf, 20, y + 10, 170, f"The entry under {text} explains what it does.") + 6
     return bytes(pdf.output())
+
+
+def language_pdf() -> bytes:
+    """One page whose catalog names its language (/Lang, as valgrind's manual has)."""
+    pdf = _pdf("Language")
+    pdf.set_lang("en-US")
+    pdf.add_page()
+    _para(pdf, 20, 20, 170, "A document that says which language it is in.")
+    return bytes(pdf.output())

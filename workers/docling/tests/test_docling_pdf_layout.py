@@ -1,5 +1,6 @@
 """PDF layout heuristics on PDFs made by code, one rule per test: bold lines at body size,
-wrapped cells in tables without rules, images as figures with their captions."""
+heading levels, wrapped cells in tables without rules, images as figures with their
+captions; and the catalog's language."""
 
 from __future__ import annotations
 
@@ -104,3 +105,10 @@ def test_unnumbered_headings_smaller_than_a_numbered_one_nest_under_it(tmp_path:
         ("1 Reference", 1), ("1.1 Parser functions", 2), ("parse tree", 3), ("parse array", 3),
         ("2 Index", 1),
     ]  # fmt: skip
+
+
+def test_catalog_language_is_the_documents(tmp_path: Path) -> None:
+    # PDFium writes /Lang as UTF-16 code units: a byte buffer was refused by ctypes
+    # (valgrind's manual failed as a crash, not a typed failure).
+    sub = submission(tmp_path, corpus.language_pdf())
+    assert sub["nodes"][0]["properties"]["language"] == "en-US"

@@ -198,9 +198,10 @@ def _language(document: pdfium.PdfDocument) -> str | None:
     size = pdfium_c.FPDFCatalog_GetLanguage(document.raw, None, 0)
     if size <= 2 or size > 256:
         return None
-    buffer = ctypes.create_string_buffer(size)
+    # The buffer is FPDF_WCHAR (UTF-16LE code units), `size` bytes with the terminator.
+    buffer = (ctypes.c_ushort * ((size + 1) // 2))()
     pdfium_c.FPDFCatalog_GetLanguage(document.raw, buffer, size)
-    text = buffer.raw[: size - 2].decode("utf-16-le", errors="replace").strip()
+    text = bytes(buffer)[: size - 2].decode("utf-16-le", errors="replace").strip()
     return text or None
 
 
