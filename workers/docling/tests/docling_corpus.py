@@ -462,3 +462,14 @@ def language_pdf() -> bytes:
     pdf.add_page()
     _para(pdf, 20, 20, 170, "A document that says which language it is in.")
     return bytes(pdf.output())
+
+
+def tiled_pdf() -> bytes:
+    """A page of text over 300 small images (a picture drawn as tiles, or a pattern)."""
+    pdf = _pdf("Tiles")
+    pdf.add_page()
+    tile = _picture(16, 16, 100)
+    for i in range(300):
+        pdf.image(tile, x=20 + (i % 30) * 5, y=40 + (i // 30) * 5, w=4, h=4)
+    _para(pdf, 20, 100, 170, "Text below the tiles.")
+    return bytes(pdf.output())

@@ -112,3 +112,10 @@ def test_catalog_language_is_the_documents(tmp_path: Path) -> None:
     # (valgrind's manual failed as a crash, not a typed failure).
     sub = submission(tmp_path, corpus.language_pdf())
     assert sub["nodes"][0]["properties"]["language"] == "en-US"
+
+
+def test_a_page_of_image_tiles_gives_no_figures(tmp_path: Path) -> None:
+    sub = submission(tmp_path, corpus.tiled_pdf())
+    assert labelled(sub, "FIGURE") == []
+    assert sub["stats"]["pages_with_image_tiles"] == 1
+    assert "Text below the tiles." in sub["canonicalText"]

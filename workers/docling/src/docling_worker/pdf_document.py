@@ -192,7 +192,13 @@ def convert_pdf(source: PdfSource) -> Converted:
     classify_blocks(blocks, body, heights)
     heading_levels(blocks)
     title = _title_index(blocks, body)
-    figures = [figure for page in pages for figure in figures_of(page)]
+    figures = []
+    for page in pages:
+        found = figures_of(page)
+        if found is None:
+            stats["pages_with_image_tiles"] = stats.get("pages_with_image_tiles", 0) + 1
+        else:
+            figures += found
     items = place_figures(blocks, figures, body)
     _write(doc, items, blocks[title] if title is not None else None)
     return Converted(doc, source.meta, stats)

@@ -4,7 +4,8 @@ with its caption when one is beside it.
 - An image is a figure when it is at least 8 pt wide and high (smaller ones are bullets
   and marks), does not lie wholly in the running header/footer bands (logos), and, on a
   page with text, covers less than 80 % of the page (a scan behind its text layer, or a
-  background). The same box drawn twice is one figure.
+  background). The same box drawn twice is one figure. A page with more than 200 such
+  images (tiles, a pattern) gives none: counted as `pages_with_image_tiles`.
 - Caption: a paragraph or heading on the same page that starts with "Figure N", "Fig. N"
   or "Table N" (any case), overlaps the image horizontally and lies within 2.5 body line
   heights (at least 12 pt) above or below it; the nearest one, each caption used once.
@@ -28,6 +29,7 @@ from .pdf_rows import BAND
 __all__ = ["Figure", "figures_of", "place_figures"]
 
 _MIN_SIDE = 8.0
+MAX_PER_PAGE = 200  # more images than this on a page are tiles of one picture, or a pattern
 _MAX_PAGE_SHARE = 0.8
 _CAPTION = re.compile(r"^(?:figure|fig\.|table)\s*\d+", re.I)
 _CAPTION_KINDS = ("paragraph", "heading")
@@ -42,8 +44,8 @@ class Figure:
     caption: Block | None = None
 
 
-def figures_of(page: PageContent) -> list[Figure]:
-    """The images of a page that are figures, top to bottom."""
+def figures_of(page: PageContent) -> list[Figure] | None:
+    """The images of a page that are figures, top to bottom; None for a tiled page."""
     area = page.width * page.height
     seen: set[tuple[float, float, float, float]] = set()
     out = []
@@ -58,6 +60,10 @@ def figures_of(page: PageContent) -> list[Figure]:
             continue
         seen.add(key)
         out.append(Figure(page.number, box))
+        if len(out) > MAX_PER_PAGE:
+            break
+    if len(out) > MAX_PER_PAGE:
+        return None
     out.sort(key=lambda f: (-f.box.y1, f.box.x0))
     return out
 
@@ -76,33 +82,37 @@ def _gap(block: Block, box: Box) -> float:
     return 0.0
 
 
-def _caption(figure: Figure, blocks: Sequence[Block], taken: set[int], reach: float) -> None:
+def _caption(
+    figure: Figure, blocks: Sequence[Block], on_page: Sequence[int], taken: set[int], reach: float
+) -> int | None:
+    """The index of the block that captions the figure (marked taken), if any."""
     best: tuple[float, int] | None = None
-    for index, block in enumerate(blocks):
-        if index in taken or block.kind not in _CAPTION_KINDS or block.page != figure.page:
+    for index in on_page:
+        block = blocks[index]
+        if index in taken or block.kind not in _CAPTION_KINDS:
             continue
         if not _CAPTION.match(block.text) or not _overlaps(block, figure.box):
             continue
         gap = _gap(block, figure.box)
         if gap <= reach and (best is None or (gap, index) < best):
             best = (gap, index)
-    if best is not None:
-        taken.add(best[1])
-        figure.caption = blocks[best[1]]
+    if best is None:
+        return None
+    taken.add(best[1])
+    figure.caption = blocks[best[1]]
+    return best[1]
 
 
-def _position(figure: Figure, blocks: Sequence[Block]) -> int:
+def _position(figure: Figure, blocks: Sequence[Block], on_page: Sequence[int]) -> int:
     middle = (figure.box.y0 + figure.box.y1) / 2
-    last_on_page = None
-    for index, block in enumerate(blocks):
-        if block.page > figure.page:
-            return index if last_on_page is None else last_on_page + 1
-        if block.page == figure.page:
-            _, _, _, top = block.bbox()
-            if top <= middle and _overlaps(block, figure.box):
-                return index
-            last_on_page = index
-    return len(blocks) if last_on_page is None else last_on_page + 1
+    for index in on_page:
+        _, _, _, top = blocks[index].bbox()
+        if top <= middle and _overlaps(blocks[index], figure.box):
+            return index
+    if on_page:
+        return on_page[-1] + 1
+    # No text on the figure's page: before the first block of a later page.
+    return next((i for i, b in enumerate(blocks) if b.page > figure.page), len(blocks))
 
 
 def place_figures(
@@ -111,15 +121,15 @@ def place_figures(
     """The blocks with the figures placed among them; captions move to their figure."""
     taken: set[int] = set()
     reach = max(12.0, 2.5 * body)
-    for figure in figures:
-        _caption(figure, blocks, taken, reach)
+    by_page: dict[int, list[int]] = {}
+    for position, block in enumerate(blocks):
+        by_page.setdefault(block.page, []).append(position)
+    captions = [_caption(f, blocks, by_page.get(f.page, []), taken, reach) for f in figures]
     at: dict[int, list[Figure]] = {}
-    for figure in figures:
-        if figure.caption is not None:
-            index = next(i for i, b in enumerate(blocks) if b is figure.caption)
-        else:
-            index = _position(figure, blocks)
-        at.setdefault(index, []).append(figure)
+    for figure, where in zip(figures, captions, strict=True):
+        if where is None:
+            where = _position(figure, blocks, by_page.get(figure.page, []))
+        at.setdefault(where, []).append(figure)
     out: list[Block | Figure] = []
     for index in range(len(blocks) + 1):
         out += at.get(index, [])
