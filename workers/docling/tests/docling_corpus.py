@@ -10,6 +10,7 @@ import json
 import zipfile
 from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import Any
 
 from docling_core.types.doc import (
     BoundingBox,
@@ -334,3 +335,141 @@ DOCLING_FIXTURES: dict[str, Callable[[], DoclingDocument]] = {
     "tables": docling_tables,
     "provenance": docling_provenance,
 }
+
+
+def _lines(pdf: FPDF, y: float, lines: list[tuple[str, str]], size: int = 10) -> float:
+    # One text line per cell at a fixed leading (style "" or "B"), as a typesetter writes a
+    # paragraph: a bold line inside it is still one of its lines.
+    for style, text in lines:
+        pdf.set_font("Helvetica", style, size)
+        pdf.set_xy(20, y)
+        pdf.cell(0, size * 0.5, text)
+        y += size * 0.5
+    return y
+
+
+def bold_lines_pdf() -> bytes:
+    """Bold lines at body size: a heading standing alone (short, followed by body text),
+    a full-width bold line inside a paragraph, and a paragraph that starts with a bold
+    line, as a reference manual sets the names of elements: the last two are body."""
+    pdf = _pdf("Element reference")
+    pdf.add_page()
+    _heading(pdf, 20, "Element reference", 16)
+    y = _lines(pdf, 34, [("B", "Scope of the elements")])
+    regular, bold = "", "B"
+    y = _lines(pdf, y + 2, [
+        (regular, "Each alias element names another type by which the same data is sometimes"
+                  " known,"),
+        (regular, "and a reader that meets an alias resolves it before anything else is"
+                  " compared. Note"),
+        (bold, "that no mime-type element may be defined for an alias; a single element"
+               " defines the"),
+        (regular, "canonical name and lists all its aliases."),
+    ])  # fmt: skip
+    y = _lines(pdf, y + 4, [
+        (bold, "treematch elements can be nested, meaning that both the outer and the inner"
+               " one must"),
+        (regular, "be satisfied for a match to be reported."),
+    ])  # fmt: skip
+    _lines(pdf, y + 4, [("", "A closing paragraph in plain type.")])
+    return bytes(pdf.output())
+
+
+PARTS = (
+    ("Part", "Description", "Price"),
+    ("Widget", "A small part used in many assemblies across the three plants", "10"),
+    ("Gadget", "Large", "12"),
+    ("Sprocket", "A toothed wheel that drives the chain of the conveyor belt in the main "
+     "warehouse and in both loading bays", "7"),
+)  # fmt: skip
+
+
+def wrapped_table_pdf() -> bytes:
+    """Two tables without rules whose description cells wrap onto two and three lines:
+    the first with its cells centred on each row (fpdf2's default), the second with them
+    at the row's top; a paragraph after each."""
+    pdf = _pdf("Parts")
+    pdf.add_page()
+    _heading(pdf, 20, "Parts list", 16)
+    y = 34.0
+    for v_align in ("MIDDLE", "TOP"):
+        pdf.set_font("Helvetica", size=10)
+        pdf.set_xy(20, y)
+        with pdf.table(col_widths=(30, 80, 20), width=130, align="LEFT",
+                       first_row_as_headings=True, text_align="LEFT", borders_layout="NONE",
+                       line_height=5, v_align=v_align) as table:  # fmt: skip
+            for row in PARTS:
+                cells = table.row()
+                for value in row:
+                    cells.cell(value)
+        y = _para(pdf, 20, pdf.get_y() + 8, 170, f"Prices are per unit ({v_align.lower()}).")
+        y += 10
+    return bytes(pdf.output())
+
+
+def _picture(width: int, height: int, shade: int) -> Any:
+    from PIL import Image
+
+    image = Image.new("L", (width, height), shade)
+    for x in range(0, width, 8):  # a few bars, so the picture is not a flat colour
+        for y in range(height // 2, height):
+            image.putpixel((x, y), 0)
+    return image
+
+
+def figure_pdf() -> bytes:
+    """Two pages: body text, an image with "Figure 1: ..." below it, a second image with
+    no caption, then on page 2 an image with "Fig. 2 ..." above it and a tiny image (a
+    bullet-sized mark, not a figure)."""
+    pdf = _pdf("Figures")
+    pdf.add_page()
+    _heading(pdf, 20, "Output", 16)
+    y = _para(pdf, 20, 32, 170, "Output grew in every region, as the chart below shows.")
+    pdf.image(_picture(160, 80, 200), x=20, y=y + 4, w=80, h=40)
+    pdf.set_font("Helvetica", size=9)
+    pdf.set_xy(20, y + 46)
+    pdf.cell(0, 4, "Figure 1: Output by region")
+    y = _para(pdf, 20, y + 60, 170, "The second picture has no caption.")
+    pdf.image(_picture(80, 80, 120), x=20, y=y + 4, w=40, h=40)
+    _para(pdf, 20, y + 50, 170, "Text after the second picture.")
+    pdf.add_page()
+    pdf.set_font("Helvetica", size=9)
+    pdf.set_xy(20, 20)
+    pdf.cell(0, 4, "Fig. 2 Costs by quarter")
+    pdf.image(_picture(120, 60, 180), x=20, y=26, w=60, h=30)
+    pdf.image(_picture(8, 8, 0), x=20, y=64, w=2, h=2)
+    _para(pdf, 24, 63, 160, "A line with a small mark before it.")
+    return bytes(pdf.output())
+
+
+def reference_pdf() -> bytes:
+    """Numbered headings 1 and 1.1, then unnumbered headings smaller than 1.1 (a manual's
+    function entries), each over a paragraph."""
+    pdf = _pdf("Reference")
+    pdf.add_page()
+    y = 20.0
+    for text, size in (("1 Reference", 16), ("1.1 Parser functions", 14), ("parse tree", 12),
+                       ("parse array", 12), ("2 Index", 16)):  # fmt: skip
+        _heading(pdf, y, text, size)
+        y = _para(pdf, 20, y + 10, 170, f"The entry under {text} explains what it does.") + 6
+    return bytes(pdf.output())
+
+
+def language_pdf() -> bytes:
+    """One page whose catalog names its language (/Lang, as valgrind's manual has)."""
+    pdf = _pdf("Language")
+    pdf.set_lang("en-US")
+    pdf.add_page()
+    _para(pdf, 20, 20, 170, "A document that says which language it is in.")
+    return bytes(pdf.output())
+
+
+def tiled_pdf() -> bytes:
+    """A page of text over 300 small images (a picture drawn as tiles, or a pattern)."""
+    pdf = _pdf("Tiles")
+    pdf.add_page()
+    tile = _picture(16, 16, 100)
+    for i in range(300):
+        pdf.image(tile, x=20 + (i % 30) * 5, y=40 + (i // 30) * 5, w=4, h=4)
+    _para(pdf, 20, 100, 170, "Text below the tiles.")
+    return bytes(pdf.output())

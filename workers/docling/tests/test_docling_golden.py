@@ -235,3 +235,32 @@ def test_default_install_never_imports_torch(tmp_path: Path) -> None:
         cwd=Path(__file__).parent,
     )  # fmt: skip
     assert done.stdout.strip() == "[]"
+
+
+def test_each_format_imports_only_its_readers() -> None:
+    # Start-up cost: the worker imports a format's readers at its first job, so a PDF job
+    # never loads docling's DOCX/HTML/Markdown backends, and a DOCX job never docling-parse.
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from docling_worker.handler import convert\n"
+        "start = set(sys.modules)\n"
+        "import docling_corpus as c\n"  # python-docx and fpdf: the corpus's writers
+        "convert(c.simple_pdf(), 'pdf', {})\n"
+        "pdf = set(sys.modules)\n"
+        "convert(c.report_docx(), 'docx', {})\n"
+        "docx = set(sys.modules)\n"
+        "top = {n.split('.')[0] for n in start}\n"
+        "print(sorted(top & {'docling', 'docling_parse', 'pypdfium2', 'docx', 'bs4'}))\n"
+        "print('docling.backend.msword_backend' in pdf, 'docling.datamodel.document' in pdf,"
+        " 'bs4' in pdf)\n"
+        "print('docling_parse' in pdf, 'pypdfium2' in pdf,"
+        " 'docling.backend.msword_backend' in docx)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120,
+        cwd=Path(__file__).parent,
+    )  # fmt: skip
+    assert done.stdout.split("\n")[:3] == ["[]", "False False False", "True True True"]

@@ -71,6 +71,9 @@ def test_hostile_inputs_die_once_typed_and_good_jobs_succeed(tmp_path: Path) -> 
     (inputs / "z-last.html").write_text(corpus.REPORT_HTML)
     (inputs / "z-last.md").write_text(corpus.REPORT_MD)
     (inputs / "z-last.json").write_bytes(corpus.docling_json(corpus.docling_tables()))
+    # Figures with CAPTION_OF edges and a table with wrapped cells, through the core.
+    (inputs / "z-last-figures.pdf").write_bytes(corpus.figure_pdf())
+    (inputs / "z-last-wrapped.pdf").write_bytes(corpus.wrapped_table_pdf())
     jobs = {Path(job["name"]).name: job for job in run(tmp_path, inputs)["jobs"]}
     for name, job in jobs.items():
         if name in expected:
@@ -81,4 +84,5 @@ def test_hostile_inputs_die_once_typed_and_good_jobs_succeed(tmp_path: Path) -> 
             assert failure["kind"] == expected[name], (name, failure["reason"])
         else:
             assert job["state"] == "succeeded", job
-    assert len(jobs) == len(expected) + 5
+    assert len(jobs) == len(expected) + 7
+    assert jobs["z-last-figures.pdf"]["node_count"] >= 10  # DOCUMENT, 3 FIGUREs, 2 CAPTIONs, ...

@@ -8,7 +8,8 @@ Modules, one role each:
 - pdf_reader    pypdfium2 checks (encrypted, pages, metadata) and docling-parse text lines
 - pdf_rows      running headers/footers, columns, reading order, rows
 - pdf_blocks    rows into headings, paragraphs, lists, footnotes, aligned tables
-- pdf_tables    ruled table regions and cell grids
+- pdf_tables    ruled table regions and cell grids (wrapped cells joined)
+- pdf_figures   images as figures, their captions, their place in reading order
 - pdf_document  the PDF heuristics' result as a DoclingDocument with provenance
 - projection    DoclingDocument -> DOCUMENT, SECTION, PARAGRAPH, LIST, TABLE, FIGURE, ...
 - temporal      effective dates, relative dates, missing dates (shared rules in workers_common)

@@ -22,12 +22,8 @@ from typing import Any
 
 from workers_common import Handler, IngestionResultBuilder, Job, TooLarge
 
-from .convert import convert_declarative
-from .doclingjson import load_docling_json
 from .guards import DEFAULT_MAX_DEPTH, DEFAULT_MAX_ELEMENTS, check_html, check_markdown
 from .model import Converted
-from .pdf_document import convert_pdf
-from .pdf_reader import open_pdf
 from .projection import project_document
 from .temporal import project_temporal
 
@@ -55,14 +51,23 @@ def _int_option(options: Mapping[str, Any], key: str, default: int) -> int:
 
 
 def convert(data: bytes, fmt: str, options: Mapping[str, Any]) -> Converted:
-    """Any supported input as a DoclingDocument and its metadata."""
+    """Any supported input as a DoclingDocument and its metadata.
+
+    Each format's readers are imported at its first job, not at start-up: a PDF job never
+    loads docling's DOCX/HTML/Markdown backends (half a second of imports: bs4,
+    python-docx, docling's datamodel), and the others never load docling-parse."""
     if fmt == "pdf":
+        from .pdf_document import convert_pdf
+        from .pdf_reader import open_pdf
+
         source = open_pdf(data, max_pages=_int_option(options, "max_pages", DEFAULT_MAX_PAGES))
         try:
             return convert_pdf(source)
         finally:
             source.close()
     if fmt == "docling":
+        from .doclingjson import load_docling_json
+
         return load_docling_json(data)
     elements = _int_option(options, "max_elements", DEFAULT_MAX_ELEMENTS)
     if fmt == "html":
@@ -70,6 +75,8 @@ def convert(data: bytes, fmt: str, options: Mapping[str, Any]) -> Converted:
         check_html(data, max_depth=depth, max_elements=elements)
     elif fmt == "md":
         check_markdown(data, max_elements=elements)
+    from .convert import convert_declarative
+
     return convert_declarative(data, fmt)
 
 

@@ -3,8 +3,9 @@
 docling's model-free PDF path yields text cells in the parser's order and nothing else;
 this module orders and groups them (see pdf_rows, pdf_blocks, pdf_tables for each rule)
 and writes the result as the DoclingDocument the layout models would have produced in
-outline: title, section headers with levels, paragraphs, lists, tables, footnotes, and
-the running headers and footers in the furniture layer. Every item carries its page and
+outline: title, section headers with levels, paragraphs, lists, tables, footnotes,
+pictures with their captions (pdf_figures), and the running headers and footers in the
+furniture layer. Every item carries its page and
 bounding box as provenance.
 """
 
@@ -30,6 +31,7 @@ from workers_common import Unsupported
 
 from .model import Converted
 from .pdf_blocks import Block, classify_blocks, heading_levels, split_blocks
+from .pdf_figures import Figure, figures_of, place_figures
 from .pdf_reader import PageContent, PdfSource
 from .pdf_rows import Row, body_size, furniture_keys, is_furniture, reading_rows
 from .pdf_tables import Region, ruled_regions, table_grid
@@ -129,21 +131,41 @@ def _add_table(doc: DoclingDocument, block: Block) -> None:
     doc.add_table(data=data, prov=_prov(block))
 
 
-def _write(doc: DoclingDocument, blocks: Sequence[Block], title: int | None) -> None:
+def _add_figure(doc: DoclingDocument, figure: Figure) -> None:
+    box = figure.box
+    prov = _line_prov(figure.page, box.x0, box.y0, box.x1, box.y1, 0)
+    caption = None
+    if figure.caption is not None:
+        block = figure.caption
+        caption = doc.add_text(DocItemLabel.CAPTION, block.text, prov=_prov(block))
+    doc.add_picture(caption=caption, prov=prov)
+
+
+def _add_block(doc: DoclingDocument, block: Block, title: Block | None) -> None:
+    """Every kind of block but list items."""
+    if block is title:
+        doc.add_title(block.text, prov=_prov(block))
+    elif block.kind == "heading":
+        doc.add_heading(block.text, level=max(1, min(block.level, 100)), prov=_prov(block))
+    elif block.kind == "table":
+        _add_table(doc, block)
+    elif block.kind == "footnote":
+        doc.add_text(DocItemLabel.FOOTNOTE, block.text, prov=_prov(block))
+    elif block.text:
+        doc.add_text(DocItemLabel.TEXT, block.text, prov=_prov(block))
+
+
+def _write(doc: DoclingDocument, items: Sequence[Block | Figure], title: Block | None) -> None:
     current_list: ListGroup | None = None
     list_enumerated = False
-    for index, block in enumerate(blocks):
-        if block.kind != "list_item":
+    for block in items:
+        if isinstance(block, Figure):
             current_list = None
-        if index == title:
-            doc.add_title(block.text, prov=_prov(block))
-        elif block.kind == "heading":
-            doc.add_heading(block.text, level=max(1, min(block.level, 100)), prov=_prov(block))
-        elif block.kind == "table":
-            _add_table(doc, block)
-        elif block.kind == "footnote":
-            doc.add_text(DocItemLabel.FOOTNOTE, block.text, prov=_prov(block))
-        elif block.kind == "list_item":
+            _add_figure(doc, block)
+        elif block.kind != "list_item" or block is title:
+            current_list = None
+            _add_block(doc, block, title)
+        else:
             enumerated = block.marker[:1].isalnum() or block.marker.startswith("(")
             if current_list is None or enumerated != list_enumerated:
                 current_list = doc.add_list_group()
@@ -153,8 +175,6 @@ def _write(doc: DoclingDocument, blocks: Sequence[Block], title: int | None) -> 
                 block.text, enumerated=enumerated, marker=block.marker, parent=parent,
                 prov=_prov(block),
             )  # fmt: skip
-        elif block.text:
-            doc.add_text(DocItemLabel.TEXT, block.text, prov=_prov(block))
 
 
 def convert_pdf(source: PdfSource) -> Converted:
@@ -171,5 +191,14 @@ def convert_pdf(source: PdfSource) -> Converted:
     heights = {p.number: p.height for p in pages}
     classify_blocks(blocks, body, heights)
     heading_levels(blocks)
-    _write(doc, blocks, _title_index(blocks, body))
+    title = _title_index(blocks, body)
+    figures = []
+    for page in pages:
+        found = figures_of(page)
+        if found is None:
+            stats["pages_with_image_tiles"] = stats.get("pages_with_image_tiles", 0) + 1
+        else:
+            figures += found
+    items = place_figures(blocks, figures, body)
+    _write(doc, items, blocks[title] if title is not None else None)
     return Converted(doc, source.meta, stats)

@@ -4,8 +4,8 @@ pypdfium2 opens the file first (it says cheaply whether the file is a PDF at all
 it needs a password, how many pages it has and what its Info dictionary says), so a
 broken, encrypted or oversized file fails before any text is decoded. docling-parse then
 decodes each page's text into line cells (text, bounding box, font) in the parser's
-order, plus the page's stroked lines (table rules) and bitmap boxes (a scanned page is
-one image and no text). Coordinates are PDF points with the origin at the bottom left.
+order, plus the page's stroked lines (table rules) and bitmap boxes (figures; a scanned
+page is one image and no text). Coordinates are PDF points with the origin at the bottom left.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from workers_common import InvalidInput, TooLarge, Unsupported
 
 from .model import SourceMeta
 
-__all__ = ["Line", "PageContent", "PdfSource", "Rule", "open_pdf"]
+__all__ = ["Box", "Line", "PageContent", "PdfSource", "Rule", "open_pdf"]
 
 _PASSWORD_ERRORS = {pdfium_c.FPDF_ERR_PASSWORD, pdfium_c.FPDF_ERR_SECURITY}
 _CONTENT = ContentConfig(
@@ -87,6 +87,16 @@ class Rule:
 
 
 @dataclass(frozen=True, slots=True)
+class Box:
+    """An image's box on its page: [x0, x1] x [y0, y1] in points, origin bottom left."""
+
+    x0: float
+    y0: float
+    x1: float
+    y1: float
+
+
+@dataclass(frozen=True, slots=True)
 class PageContent:
     """Everything the layout heuristics read from one page."""
 
@@ -96,6 +106,7 @@ class PageContent:
     lines: tuple[Line, ...]
     rules: tuple[Rule, ...]
     image_area: float
+    images: tuple[Box, ...] = ()  # bitmaps' boxes, clipped to the page, in drawing order
 
 
 @dataclass(slots=True)
@@ -142,17 +153,16 @@ def _page_content(number: int, page: SegmentedPdfPage) -> PageContent:
             if rule.horizontal or rule.vertical:
                 rules.append(rule)
     image_area = 0.0
+    images = []
+    width, height = page.dimension.width, page.dimension.height
     for bitmap in page.bitmap_resources:
-        box = bitmap.rect.to_bounding_box()
+        box = bitmap.rect.to_bottom_left_origin(page_height=height).to_bounding_box()
         image_area += abs(box.width * box.height)
-    return PageContent(
-        number,
-        page.dimension.width,
-        page.dimension.height,
-        tuple(lines),
-        tuple(rules),
-        image_area,
-    )
+        x0, x1 = max(0.0, min(box.l, box.r)), min(width, max(box.l, box.r))
+        y0, y1 = max(0.0, min(box.b, box.t)), min(height, max(box.b, box.t))
+        if x1 > x0 and y1 > y0:
+            images.append(Box(x0, y0, x1, y1))
+    return PageContent(number, width, height, tuple(lines), tuple(rules), image_area, tuple(images))
 
 
 _PDF_DATE = re.compile(
@@ -188,9 +198,10 @@ def _language(document: pdfium.PdfDocument) -> str | None:
     size = pdfium_c.FPDFCatalog_GetLanguage(document.raw, None, 0)
     if size <= 2 or size > 256:
         return None
-    buffer = ctypes.create_string_buffer(size)
+    # The buffer is FPDF_WCHAR (UTF-16LE code units), `size` bytes with the terminator.
+    buffer = (ctypes.c_ushort * ((size + 1) // 2))()
     pdfium_c.FPDFCatalog_GetLanguage(document.raw, buffer, size)
-    text = buffer.raw[: size - 2].decode("utf-16-le", errors="replace").strip()
+    text = bytes(buffer)[: size - 2].decode("utf-16-le", errors="replace").strip()
     return text or None
 
 

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import re
 import statistics
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .pdf_reader import Line, PageContent
 
@@ -36,37 +37,27 @@ _MAX_CROSSING = 0.15
 
 @dataclass(frozen=True, slots=True)
 class Row:
-    """Cells on one baseline in one column, left to right."""
+    """Cells on one baseline in one column, left to right (geometry computed once)."""
 
     cells: tuple[Line, ...]
+    x0: float = field(init=False)
+    x1: float = field(init=False)
+    y0: float = field(init=False)
+    y1: float = field(init=False)
+    height: float = field(init=False)
+    text: str = field(init=False)
+    bold: bool = field(init=False)
 
-    @property
-    def x0(self) -> float:
-        return self.cells[0].x0
-
-    @property
-    def x1(self) -> float:
-        return max(c.x1 for c in self.cells)
-
-    @property
-    def y0(self) -> float:
-        return min(c.y0 for c in self.cells)
-
-    @property
-    def y1(self) -> float:
-        return max(c.y1 for c in self.cells)
-
-    @property
-    def height(self) -> float:
-        return max(c.height for c in self.cells)
-
-    @property
-    def text(self) -> str:
-        return " ".join(c.text for c in self.cells)
-
-    @property
-    def bold(self) -> bool:
-        return all(c.bold for c in self.cells)
+    def __post_init__(self) -> None:
+        cells = self.cells
+        setattr_ = object.__setattr__
+        setattr_(self, "x0", cells[0].x0)
+        setattr_(self, "x1", max(c.x1 for c in cells))
+        setattr_(self, "y0", min(c.y0 for c in cells))
+        setattr_(self, "y1", max(c.y1 for c in cells))
+        setattr_(self, "height", max(c.height for c in cells))
+        setattr_(self, "text", " ".join(c.text for c in cells))
+        setattr_(self, "bold", all(c.bold for c in cells))
 
     @property
     def page(self) -> int:
@@ -118,15 +109,23 @@ def _gutter(lines: Sequence[Line], left: float, right: float) -> float | None:
     if len(lines) < 4:
         return None
     width = right - left
+    # Each candidate position g is scored on sorted edges (bisect), not by a pass over the
+    # lines: lines crossing g are those neither wholly left (x1 <= g+1) nor wholly right
+    # (x0 >= g-1) of it; a line of width <= 2 can be both, so those are counted apart.
+    starts = sorted(ln.x0 for ln in lines)
+    ends = sorted(ln.x1 for ln in lines)
+    narrow = [ln for ln in lines if ln.x1 - ln.x0 <= 2.0]
+    n = len(lines)
     best: tuple[int, float, float] | None = None
     step = 2.0
     g = left + 0.25 * width
     while g <= left + 0.75 * width:
-        crossing = sum(1 for ln in lines if ln.x0 < g - 1 and ln.x1 > g + 1)
-        lefts = [ln.x1 for ln in lines if ln.x1 <= g + 1]
-        rights = [ln.x0 for ln in lines if ln.x0 >= g - 1]
-        if lefts and rights:
-            clear = min(rights) - max(lefts)
+        n_left = bisect_right(ends, g + 1)
+        first_right = bisect_left(starts, g - 1)
+        if n_left and first_right < n:
+            both = sum(1 for ln in narrow if ln.x0 >= g - 1 and ln.x1 <= g + 1)
+            crossing = n - n_left - (n - first_right) + both
+            clear = starts[first_right] - ends[n_left - 1]
             candidate = (crossing, -clear, g)
             if best is None or candidate < best:
                 best = candidate

@@ -8,6 +8,10 @@
   and columns come from the cells' left edges.
 - Column-aligned tables (no rules) are found by `pdf_blocks`; their columns are the
   first row's cells' left edges.
+- Wrapped cells (tables without vertical rules): a text row with no cell in the first
+  column holds wrapped lines of a neighbouring row's cells, joined into them (top-aligned
+  cells continue the row above; centred ones go to the nearest first-column line). A
+  first column that wraps itself is not recognised: its second line starts a row.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from .pdf_blocks import join_rows
 from .pdf_reader import Line, PageContent, Rule
 from .pdf_rows import Row
 
@@ -107,17 +112,68 @@ def _band_of(row: Row, levels: Sequence[float]) -> int:
     return sum(1 for level in levels if cy < level)
 
 
+def _centre(row: Row) -> float:
+    return (row.y0 + row.y1) / 2
+
+
+def _logical_rows(rows: Sequence[Row], bounds: Sequence[float]) -> list[int]:
+    """Each text row's table row (an index into the rows that have a first-column cell).
+
+    A row with no cell in the first column holds wrapped lines of its neighbours' cells.
+    Cells set top-aligned continue the row above; when that would leave a row whose
+    column is empty at its own line but filled below it (cells centred on their row, so
+    a wrapped cell starts above the first column's line), each such row goes to the
+    first-column line nearest to its centre instead (the one above on a tie)."""
+    heads = [i for i, row in enumerate(rows) if any(_column_of(c, bounds) == 0 for c in row.cells)]
+    if not heads or heads[0] != 0 or len(heads) == len(rows):
+        return list(range(len(rows)))
+    above = [0] * len(rows)
+    for position, head in enumerate(heads):
+        end = heads[position + 1] if position + 1 < len(heads) else len(rows)
+        for index in range(head, end):
+            above[index] = position
+    top_aligned = True
+    for position, head in enumerate(heads):
+        end = heads[position + 1] if position + 1 < len(heads) else len(rows)
+        own = {_column_of(c, bounds) for c in rows[head].cells}
+        below = {_column_of(c, bounds) for r in rows[head + 1 : end] for c in r.cells}
+        if below - own:
+            top_aligned = False
+            break
+    if top_aligned:
+        return above
+    out = []
+    for index, row in enumerate(rows):
+        position = above[index]
+        if index not in heads and position + 1 < len(heads):
+            up = _centre(rows[heads[position]]) - _centre(row)
+            down = _centre(row) - _centre(rows[heads[position + 1]])
+            if down < up:
+                position += 1
+        out.append(position)
+    return out
+
+
 def table_grid(rows: Sequence[Row], region: Region | None) -> list[list[str]]:
     """A table's cell texts, row by row, every row as wide as the widest."""
     bounds: Sequence[float] = region.columns if region and region.columns else _anchors(rows)
     width = len(bounds) + 1
-    grid: dict[int, list[list[str]]] = {}
+    if region and region.columns:
+        keys_of = [_band_of(row, region.levels) for row in rows]
+    else:
+        keys_of = _logical_rows(rows, bounds)
+    grid: dict[int, list[list[Line]]] = {}
     keys: list[int] = []
-    for index, row in enumerate(rows):
-        key = _band_of(row, region.levels) if region and region.columns else index
+    for row, key in zip(rows, keys_of, strict=True):
         if key not in grid:
             grid[key] = [[] for _ in range(width)]
             keys.append(key)
         for cell in row.cells:
-            grid[key][_column_of(cell, bounds)].append(cell.text)
-    return [[" ".join(parts) for parts in grid[key]] for key in keys]
+            grid[key][_column_of(cell, bounds)].append(cell)
+    out = []
+    for key in keys:
+        # A cell's lines top to bottom (a centred cell's first line may come after the
+        # row's first-column line in reading order), joined as a paragraph's are.
+        texts = [sorted(cells, key=lambda c: (-c.y1, c.x0, c.order)) for cells in grid[key]]
+        out.append([join_rows([c.text for c in cells]) for cells in texts])
+    return out
