@@ -80,3 +80,35 @@ def test_broken_pdf_after_encrypted_one_is_invalid_not_encrypted(tmp_path: Path)
     empty.write_bytes(hostile_zero_pages())
     assert outcome(encrypted, "pdf") == "unsupported"
     assert outcome(empty, "pdf") == "invalid_input"
+
+
+def test_html_text_over_the_cap_is_refused_before_conversion_and_markup_is_not_text() -> None:
+    """Over max_text_bytes of visible text → too_large from the guard; a file as large whose
+    bulk is scripts, comments, tags or blank space passes it (the converter decides)."""
+    from docling_worker.guards import check_html, html_text_floor
+    from workers_common import SUBMISSION_CAPS, TooLarge
+
+    cap = SUBMISSION_CAPS["max_text_bytes"]
+    text = b"<p>" + b"word " * (cap // 4 + 1) + b"</p>"
+    assert html_text_floor(text) == 4 * (cap // 4 + 1)
+    with pytest.raises(TooLarge, match="max_text_bytes"):
+        check_html(text, max_depth=250, max_elements=200_000)
+    bulk = cap // 4
+    markup = (
+        b"<html><head><script>" + b"var x = 1;" * (bulk // 10) + b"</script>"
+        b"<style>"
+        + b"p{a:b}" * (bulk // 6)
+        + b"</style></head><body><!--"
+        + b"c" * bulk
+        + b"-->"
+        + b"<br/>" * 1000
+        + b"&amp;" * (bulk // 5)
+        + b" \n" * (bulk // 2)
+        + b"<p>short</p></body></html>"
+    )
+    assert len(markup) > cap
+    assert html_text_floor(markup) == bulk // 5 + len(b"short")
+    check_html(markup, max_depth=250, max_elements=200_000)
+    utf16 = "<p>word</p>".encode("utf-16") * (cap // 20)
+    assert len(utf16) > cap
+    check_html(utf16, max_depth=250, max_elements=200_000)
