@@ -248,6 +248,12 @@ def test_many_files_are_split_into_partials(tmp_path: Path) -> None:
     counts = [len(s.get("childJobs", [])) for s in subs]
     assert counts == [0, 2000, 2000, 500, 0]
     assert subs[-1]["partial"] is False
+    # Only the first partial has nodes (REPOSITORY); the others carry children and the
+    # CONTAINS edges by the repository's id (the core applies nodeless partials).
+    assert [len(s["nodes"]) for s in subs] == [1, 0, 0, 0, 0]
+    froms = {r.get("fromId") for s in subs[1:] for r in s["relationships"]}
+    assert froms == {"code:repo:many"}
+    assert sum(len(s["relationships"]) for s in subs[1:]) == 4500
 
 
 def test_partials_stay_under_the_submission_size_limit(tmp_path: Path) -> None:

@@ -186,18 +186,17 @@ def handle_archive(job: Job) -> Generator[dict[str, Any], Sequence[str], None]:
     layout = Layout(files, {p: repo.languages[p] for p in files})
     builder = IngestionResultBuilder(options=job.options)
     repo_ref = _repository_node(builder, root, listing, repo)
+    repo_id = repository_id(root)
     _packages(builder, repo, repo_ref)
     builder.set_stats({"files": len(repo.sources), "skipped": sum(repo.skipped.values())})
     yield builder.build()
     children = [(m, _child(root, m, layout, repo, limits)) for m in repo.sources]
     for batch in _batches(children):
+        # No node in these partials: the edges point from the REPOSITORY node of the first
+        # partial by id, and the core applies a nodeless partial at the final commit.
         builder = IngestionResultBuilder(options=job.options)
-        # The same REPOSITORY node again (same properties: no new version): the core
-        # refuses to finalize a staged partial that has child jobs or dangling edges
-        # but no node (graph/apply.rs, `nodes()` at the deferred pass).
-        again = _repository_node(builder, root, listing, repo)
         for member, child in batch:
-            builder.add_relationship("CONTAINS", from_ref=again, to_id=file_id(root, member.path))
+            builder.add_relationship("CONTAINS", from_id=repo_id, to_id=file_id(root, member.path))
             builder.add_child_job("code", child.name, options=child.options, content=child.content)
         yield builder.build()
     yield IngestionResultBuilder(options=job.options).build(partial=False)
