@@ -268,3 +268,11 @@ def test_partials_stay_under_the_submission_size_limit(tmp_path: Path) -> None:
     counts = [len(json.loads(raw).get("childJobs", [])) for raw in raws]
     assert sum(counts) == 30
     assert len([c for c in counts if c]) == 2  # 40 MiB of base64 in two partials
+
+
+def test_the_parse_budget_is_passed_on_to_the_children(tmp_path: Path) -> None:
+    subs = _run(tmp_path, "mini_py.zip", zip_bytes(PY_REPO), max_parse_ms=2500)
+    budgets = {c["options"].get("max_parse_ms") for c in _children(subs).values()}
+    assert budgets == {2500}
+    subs = _run(tmp_path, "mini_py.zip", zip_bytes(PY_REPO))
+    assert all("max_parse_ms" not in c["options"] for c in _children(subs).values())
