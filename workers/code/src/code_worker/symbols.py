@@ -261,6 +261,55 @@ class _Resolver:
         for ref in imports:
             for binding in ref.bindings:
                 self.bindings.setdefault(binding.name, binding)
+        self.stars = ctx.resolve.get("*" + ctx.path, "").split()
+        """Files this one imports wholesale (`from x import *`, `use x::*;`)."""
+        self._names: dict[str, frozenset[str] | None] = {}
+        self.undefined = 0
+        """Calls into another file that the archive's table says does not define the
+        name: an enum variant's method, a derived or generated method, a value's method."""
+
+    def _defined(self, path: str) -> frozenset[str] | None:
+        """The names the archive saw `path` define (only those this file mentions), or
+        None when the table does not say (a file ingested alone, Go, Java, C)."""
+        if path not in self._names:
+            listed = self.ctx.resolve.get("#" + path)
+            self._names[path] = None if listed is None else frozenset(listed.split())
+        return self._names[path]
+
+    def settle(self, target: Target, hops: int = 3) -> Target | None:
+        """A cross-file target checked against what the other file defines: kept, moved
+        through that file's `*` re-exports, moved to its enum for a Rust tuple variant
+        (`E::V(..)` → `E`), or None (counted in `undefined`): such an edge would never
+        heal."""
+        names = self._defined(target.path)
+        if names is None or target.member is None:
+            return target
+        sep = self.spec.separator
+        parts = target.member.split(sep)
+        if all(part in names for part in parts):
+            return target
+        if parts[0] not in names and hops > 0:
+            for star in self.ctx.resolve.get("*" + target.path, "").split():
+                star_names = self._defined(star)
+                if star_names is not None and parts[0] in star_names:
+                    return self.settle(Target(star, target.member), hops - 1)
+        if (
+            self.spec.name == "rust"
+            and len(parts) > 1
+            and parts[-1][:1].isupper()
+            and all(part in names for part in parts[:-1])
+        ):
+            return Target(target.path, sep.join(parts[:-1]))
+        self.undefined += 1
+        return None
+
+    def _star(self, name: str) -> Target | None:
+        """A bare name that one of this file's `*` imports defines."""
+        for star in self.stars:
+            names = self._defined(star)
+            if names is not None and name in names:
+                return Target(star, name)
+        return None
 
     def lookup(self, qualname: str) -> Definition | bool | None:
         """The one symbol of that name (False when two or more compete)."""
@@ -295,6 +344,14 @@ class _Resolver:
     def resolve(
         self, call: CallForm, scope: Definition | None
     ) -> Definition | Target | bool | None:
+        found = self._resolve(call, scope)
+        if isinstance(found, Target) and found.member is not None:
+            return self.settle(found)
+        return found
+
+    def _resolve(
+        self, call: CallForm, scope: Definition | None
+    ) -> Definition | Target | bool | None:
         sep = self.spec.separator
         if call.kind == "bare":
             for prefix in self._scopes(scope):
@@ -304,6 +361,10 @@ class _Resolver:
             binding = self.bindings.get(call.name)
             if binding is not None:
                 return binding.target if binding.target.member is not None else None
+            if self.stars:
+                star = self._star(call.name)
+                if star is not None:
+                    return star
         elif call.kind == "self":
             owner = self._class_of(scope)
             return None if owner is None else self.lookup(owner + sep + call.name)
@@ -363,4 +424,6 @@ def analyze(spec: Spec, ctx: FileContext) -> FileModel:
             model.counts["calls_cross_file"] += 1
         else:
             model.counts["calls_unresolved"] += 1
+    if resolver.undefined:
+        model.counts["calls_to_undefined"] = resolver.undefined
     return model
