@@ -324,7 +324,9 @@ STARS_TS = {
     "package.json": b'{"name": "stars"}\n',
     "src/index.ts": b"export * from './math';\n",
     "src/math.ts": b"export function add(a: number, b: number) { return a + b; }\n",
-    "src/main.ts": b"import { add } from './index';\n\nexport function main() { return add(1, 2); }\n",
+    "src/main.ts": (
+        b"import { add } from './index';\n\nexport function main() { return add(1, 2); }\n"
+    ),
 }
 
 

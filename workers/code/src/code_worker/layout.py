@@ -66,7 +66,6 @@ def _module_in(root: str, path: str) -> list[str] | None:
     return module_of_path(path, root)
 
 
-
 class Layout:
     """Indexes of one archive's source files, and each file's table from them."""
 
@@ -331,37 +330,52 @@ class Layout:
     def star_sources(self, path: str) -> list[str]:
         """The files whose names `path` re-exports or imports wholesale (`*`)."""
         cached = self._stars.get(path)
-        if cached is not None:
-            return cached
-        language = self.languages.get(path)
-        data = self.files[path]
-        out: list[str] = []
-        if language == "python":
-            for match in _PY_STAR.finditer(data):
-                module = self._python_absolute(match.group(1).decode("ascii", "replace"), path)
-                found = None if module is None else self._python_lookup(module, path)
-                if found is not None:
-                    out.append(found)
-        elif language == "rust" and path in self.crate_of:
-            root = self.crate_of[path]
-            own = module_of_path(path, root) or []
-            for match in _RUST_STAR.finditer(data):
-                segments = match.group(1).decode("ascii", "replace").split("::")
-                full = rust_absolute(segments, own)
-                key = "::".join(["crate", *full]) if full is not None else ""
-                found = self.crate_modules[root].get(key)
-                if found is not None:
-                    out.append(found)
-        elif language in ("javascript", "typescript", "tsx"):
-            for match in _JS_STAR.finditer(data):
-                specifier = match.group(1).decode("utf-8", "replace")
-                base = relative_target(specifier, path)
-                candidates = [] if base is None else [base + x for x in _JS_SUFFIXES + _JS_INDEX]
-                found = next((c for c in candidates if c in self.paths), None)
-                if found is not None:
-                    out.append(found)
-        cached = self._stars[path] = sorted(set(out) - {path})
+        if cached is None:
+            language = self.languages.get(path)
+            if language == "python":
+                found = self._python_stars(path)
+            elif language == "rust":
+                found = self._rust_stars(path)
+            elif language in ("javascript", "typescript", "tsx"):
+                found = self._js_stars(path)
+            else:
+                found = []
+            cached = self._stars[path] = sorted(set(found) - {path})
         return cached
+
+    def _python_stars(self, path: str) -> list[str]:
+        out = []
+        for match in _PY_STAR.finditer(self.files[path]):
+            module = self._python_absolute(match.group(1).decode("ascii", "replace"), path)
+            found = None if module is None else self._python_lookup(module, path)
+            if found is not None:
+                out.append(found)
+        return out
+
+    def _rust_stars(self, path: str) -> list[str]:
+        root = self.crate_of.get(path)
+        if root is None:
+            return []
+        own = module_of_path(path, root) or []
+        out = []
+        for match in _RUST_STAR.finditer(self.files[path]):
+            full = rust_absolute(match.group(1).decode("ascii", "replace").split("::"), own)
+            found = (
+                None if full is None else self.crate_modules[root].get("::".join(["crate", *full]))
+            )
+            if found is not None:
+                out.append(found)
+        return out
+
+    def _js_stars(self, path: str) -> list[str]:
+        out = []
+        for match in _JS_STAR.finditer(self.files[path]):
+            base = relative_target(match.group(1).decode("utf-8", "replace"), path)
+            candidates = [] if base is None else [base + x for x in _JS_SUFFIXES + _JS_INDEX]
+            found = next((c for c in candidates if c in self.paths), None)
+            if found is not None:
+                out.append(found)
+        return out
 
     def _defined_entries(self, path: str, table: Mapping[str, str]) -> dict[str, str]:
         """`#<file>` → the names it defines that `path` mentions, for each file the table
