@@ -149,6 +149,8 @@ class Core:
             "WEB_STATE_DIR": str(root / "state"),
             "WEB_BROWSER_MAX_PAGES": "50",
         }
+        if os.environ.get("PYTHONPATH"):  # the pool's environment is cleared: pass it on
+            env["PYTHONPATH"] = os.environ["PYTHONPATH"]
         env_toml = ", ".join(f"{k} = {json.dumps(v)}" for k, v in env.items())
         self.config.write_text(
             f'[server]\nlisten = "127.0.0.1:0"\ndata_dir = "{data}"\n'
