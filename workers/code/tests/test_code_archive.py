@@ -65,6 +65,10 @@ def test_a_repository_fans_out_one_child_per_source_file(tmp_path: Path) -> None
         "mini": "mini/__init__.py",
         "mini.numbers": "mini/numbers.py",
         "mini.text": "mini/text.py",
+        # What those files define, cut to the names core.py writes.
+        "#mini/__init__.py": "version",
+        "#mini/numbers.py": "double triple",
+        "#mini/text.py": "shout",
     }
     packages = [n for s in subs for n in s["nodes"] if n["labels"] == ["PACKAGE"]]
     assert [p["id"] for p in packages] == ["code:pkg:pypi/mini-py"]
@@ -84,6 +88,10 @@ def test_rust_children_get_their_crate_module_tree(tmp_path: Path) -> None:
         "crate::extra": "src/extra.rs",
         "crate::shapes": "src/shapes.rs",
         "crate::util": "src/util/mod.rs",
+        # What the files it can name define, cut to the names lib.rs writes.
+        "#src/extra.rs": "",
+        "#src/shapes.rs": "Circle area new",
+        "#src/util/mod.rs": "clamp pi",
     }
     packages = [n["id"] for s in subs for n in s["nodes"] if n["labels"] == ["PACKAGE"]]
     assert packages == ["code:pkg:cargo/mini-rs"]
@@ -248,6 +256,12 @@ def test_many_files_are_split_into_partials(tmp_path: Path) -> None:
     counts = [len(s.get("childJobs", [])) for s in subs]
     assert counts == [0, 2000, 2000, 500, 0]
     assert subs[-1]["partial"] is False
+    # Only the first partial has nodes (REPOSITORY); the others carry children and the
+    # CONTAINS edges by the repository's id (the core applies nodeless partials).
+    assert [len(s["nodes"]) for s in subs] == [1, 0, 0, 0, 0]
+    froms = {r.get("fromId") for s in subs[1:] for r in s["relationships"]}
+    assert froms == {"code:repo:many"}
+    assert sum(len(s["relationships"]) for s in subs[1:]) == 4500
 
 
 def test_partials_stay_under_the_submission_size_limit(tmp_path: Path) -> None:
@@ -262,3 +276,128 @@ def test_partials_stay_under_the_submission_size_limit(tmp_path: Path) -> None:
     counts = [len(json.loads(raw).get("childJobs", [])) for raw in raws]
     assert sum(counts) == 30
     assert len([c for c in counts if c]) == 2  # 40 MiB of base64 in two partials
+
+
+def test_the_parse_budget_is_passed_on_to_the_children(tmp_path: Path) -> None:
+    subs = _run(tmp_path, "mini_py.zip", zip_bytes(PY_REPO), max_parse_ms=2500)
+    budgets = {c["options"].get("max_parse_ms") for c in _children(subs).values()}
+    assert budgets == {2500}
+    subs = _run(tmp_path, "mini_py.zip", zip_bytes(PY_REPO))
+    assert all("max_parse_ms" not in c["options"] for c in _children(subs).values())
+
+
+STARS_PY = {
+    "pkg/__init__.py": b"from .impl import *\n",
+    "pkg/impl.py": b"class Mode:\n    ON = 1\n\ndef run():\n    return 1\n",
+    "pkg/util.py": b"HELLO = 'hi'\n\ndef helper():\n    return 2\n",
+    "app.py": (
+        b"from pkg import run, Mode\n"
+        b"from pkg.util import *\n"
+        b"from pkg import util\n\n"
+        b"def main():\n"
+        b"    run()\n"  # through pkg/__init__.py's `*`
+        b"    helper()\n"  # through this file's own `*`
+        b"    util.HELLO.upper()\n"  # a value's method: util defines no HELLO symbol
+        b"    Mode.ON.bit_length()\n"  # an enum-style member's method
+    ),
+}
+STARS_RS = {
+    "Cargo.toml": b'[package]\nname = "stars"\nversion = "0.1.0"\n',
+    "src/lib.rs": b"pub mod shapes;\npub mod errors;\npub mod app;\npub use shapes::*;\n",
+    "src/shapes.rs": (
+        b"#[derive(Clone, Default)]\npub struct Square(pub u32);\n\n"
+        b"impl Square {\n    pub fn new(side: u32) -> Self { Square(side) }\n}\n\n"
+        b"pub fn unit() -> Square { Square::new(1) }\n"
+    ),
+    "src/errors.rs": b"pub enum Error {\n    Io(String),\n    Parse(u32),\n}\n",
+    "src/app.rs": (
+        b"use crate::{unit, Square};\nuse crate::errors::Error;\n\n"
+        b"pub fn run() -> Result<Square, Error> {\n"
+        b"    let s = unit();\n"  # `unit` through lib.rs's `pub use shapes::*`
+        b"    let t = Square::new(2);\n"
+        b"    let u = Square::default();\n"  # derived: shapes.rs defines no `default`
+        b"    if t.0 > 1 { return Err(Error::Parse(t.0)); }\n"  # a tuple variant → the enum
+        b"    Ok(s)\n}\n"
+    ),
+}
+STARS_TS = {
+    "package.json": b'{"name": "stars"}\n',
+    "src/index.ts": b"export * from './math';\n",
+    "src/math.ts": b"export function add(a: number, b: number) { return a + b; }\n",
+    "src/main.ts": (
+        b"import { add } from './index';\n\nexport function main() { return add(1, 2); }\n"
+    ),
+}
+
+
+def _fan_out(tmp_path: Path, name: str, files: dict[str, bytes]) -> dict[str, dict[str, Any]]:
+    """The archive, then every child through the `code` handler: path → its submission."""
+    import base64
+
+    from code_worker import handle
+
+    subs = _run(tmp_path, name, zip_bytes(files))
+    out = {}
+    for path, child in _children(subs).items():
+        file = tmp_path / "child"
+        file.write_bytes(base64.b64decode(child["contentB64"]))
+        [raw] = run_handler(handle, file, format="code", options=child["options"])
+        out[path] = json.loads(raw)
+    return out
+
+
+def _cross(projected: dict[str, dict[str, Any]]) -> tuple[set[tuple[str, str]], set[str]]:
+    """(caller key, target id) of every cross-file CALLS edge, and every node id."""
+    ids = {n["id"] for sub in projected.values() for n in sub["nodes"]}
+    edges = set()
+    for sub in projected.values():
+        for edge in sub["relationships"]:
+            if edge["type"] == "CALLS" and edge["properties"].get("cross_file"):
+                caller = sub["nodes"][edge["fromRef"]]["id"].partition("#")[2]
+                edges.add((caller, edge["toId"]))
+    return edges, ids
+
+
+@pytest.mark.parametrize(
+    ("files", "root", "expected", "undefined"),
+    [
+        (
+            STARS_PY,
+            "stars_py",
+            {("main", "pkg/impl.py#run"), ("main", "pkg/util.py#helper")},
+            {"app.py": 2},
+        ),
+        (
+            STARS_RS,
+            "stars_rs",
+            {
+                ("run", "src/shapes.rs#unit"),
+                ("run", "src/shapes.rs#Square::new"),
+                ("run", "src/errors.rs#Error"),
+            },
+            {"src/app.rs": 1},
+        ),
+        (STARS_TS, "stars_ts", {("main", "src/math.ts#add")}, {}),
+    ],
+    ids=["python", "rust", "typescript"],
+)
+def test_star_reexports_variants_and_undefined_targets(
+    files: dict[str, bytes],
+    root: str,
+    expected: set[tuple[str, str]],
+    undefined: dict[str, int],
+    tmp_path: Path,
+) -> None:
+    """`*` imports and re-exports resolve through the archive's `#`/`*` table entries; a
+    Rust tuple variant's call goes to its enum; a call the other file cannot satisfy
+    (a derived method, a value's method) is counted, not emitted: every edge heals."""
+    projected = _fan_out(tmp_path, f"{root}.zip", files)
+    edges, ids = _cross(projected)
+    assert edges == {(caller, f"code:sym:{root}/{target}") for caller, target in expected}
+    assert all(target in ids for _caller, target in edges)  # every one heals
+    counted = {
+        path: sub["nodes"][0]["properties"]["calls_to_undefined"]
+        for path, sub in projected.items()
+        if "calls_to_undefined" in sub["nodes"][0]["properties"]
+    }
+    assert counted == undefined

@@ -182,3 +182,22 @@ def test_a_file_with_more_definitions_than_a_submission_carries_is_too_large(
     path.write_text("".join(f"def f{i}(): pass\n" for i in range(100_001)))
     with pytest.raises(TooLarge, match="100003 nodes"):
         run_handler(handle, path, format="code")
+
+
+def test_a_parse_over_its_budget_is_too_large_and_the_next_file_parses(tmp_path: Path) -> None:
+    """max_parse_ms bounds tree-sitter itself (its progress callback), not only the job's
+    timeout; the worker's reused parser starts the next file afresh."""
+    from workers_common import TooLarge
+
+    slow = tmp_path / "slow.py"
+    slow.write_text("".join(f"def f{i}(a, b):\n    return g(a, [b, {i}])\n" for i in range(40_000)))
+    with pytest.raises(TooLarge, match=r"did not finish within max_parse_ms=1 ms"):
+        run_handler(handle, slow, format="code", options={"max_parse_ms": 1})
+    small = tmp_path / "small.py"
+    small.write_text("def f():\n    return g()\n\ndef g():\n    return 1\n")
+    [raw] = run_handler(handle, small, format="code")
+    sub = json.loads(raw)
+    assert sub["nodes"][0]["properties"]["calls_local"] == 1
+    assert [n["properties"]["name"] for n in sub["nodes"][1:]] == ["f", "g"]
+    [again] = run_handler(handle, slow, format="code")  # the default budget is ample
+    assert json.loads(again)["nodes"][0]["properties"]["symbols"] == 40_000

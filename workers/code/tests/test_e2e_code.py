@@ -274,9 +274,7 @@ def test_this_repository_as_a_code_archive(tmp_path: Path, reader: Core) -> None
     edges = _cross_calls(reader, jobs)
     healed = sum(1 for e in edges if not e["dangling"])
     assert len(edges) > 50
-    # A call through a name a module only re-exports stays dangling (README: limits).
-    # Measured: 860 of 902 (95 %) when re-exports were followed. What stays dangling is
-    # calls to things that are not definitions of any file: enum variants
-    # (`StoreError::Corrupt(..)`), derived or generated methods (`Record::decode`, the
-    # protobuf classes telha_pb2 makes at import time).
-    assert healed / len(edges) > 0.9, [e for e in edges if e["dangling"]][:20]
+    # Calls to what no file defines (derived or generated methods, a value's methods) are
+    # counted, not emitted; `*` re-exports and Rust tuple variants resolve (README).
+    # Measured in-process: 1,302 of 1,303 (99.9 %; 94.7 % before that check).
+    assert healed / len(edges) > 0.97, [e for e in edges if e["dangling"]][:20]

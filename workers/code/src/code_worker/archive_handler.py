@@ -9,6 +9,7 @@ Job options (all optional):
 - `gitignore`         false ignores the archive's own .gitignore files
 - `max_archive_bytes`, `max_entries`, `max_file_bytes`, `max_total_bytes`, `max_ratio`
                       the caps (limits.py); `max_file_bytes` is passed on to the children
+- `max_parse_ms`      passed on to the children when given (handler.py)
 """
 
 from __future__ import annotations
@@ -82,13 +83,20 @@ class _Child:
 
 
 def _child(
-    root: str, member: Member, layout: Layout, repo: Repository, limits: ArchiveLimits
+    root: str,
+    member: Member,
+    layout: Layout,
+    repo: Repository,
+    limits: ArchiveLimits,
+    parse_ms: int | None,
 ) -> _Child:
     options: dict[str, object] = {
         "root": root,
         "path": member.path,
         "max_file_bytes": limits.max_file_bytes,
     }
+    if parse_ms is not None:
+        options["max_parse_ms"] = parse_ms
     if member.data is None:
         options["oversize"] = {
             "bytes": member.size,
@@ -186,18 +194,20 @@ def handle_archive(job: Job) -> Generator[dict[str, Any], Sequence[str], None]:
     layout = Layout(files, {p: repo.languages[p] for p in files})
     builder = IngestionResultBuilder(options=job.options)
     repo_ref = _repository_node(builder, root, listing, repo)
+    repo_id = repository_id(root)
     _packages(builder, repo, repo_ref)
     builder.set_stats({"files": len(repo.sources), "skipped": sum(repo.skipped.values())})
     yield builder.build()
-    children = [(m, _child(root, m, layout, repo, limits)) for m in repo.sources]
+    parse_ms = job.options.get("max_parse_ms")
+    if isinstance(parse_ms, bool) or not isinstance(parse_ms, int) or parse_ms < 0:
+        parse_ms = None
+    children = [(m, _child(root, m, layout, repo, limits, parse_ms)) for m in repo.sources]
     for batch in _batches(children):
+        # No node in these partials: the edges point from the REPOSITORY node of the first
+        # partial by id, and the core applies a nodeless partial at the final commit.
         builder = IngestionResultBuilder(options=job.options)
-        # The same REPOSITORY node again (same properties: no new version): the core
-        # refuses to finalize a staged partial that has child jobs or dangling edges
-        # but no node (graph/apply.rs, `nodes()` at the deferred pass).
-        again = _repository_node(builder, root, listing, repo)
         for member, child in batch:
-            builder.add_relationship("CONTAINS", from_ref=again, to_id=file_id(root, member.path))
+            builder.add_relationship("CONTAINS", from_id=repo_id, to_id=file_id(root, member.path))
             builder.add_child_job("code", child.name, options=child.options, content=child.content)
         yield builder.build()
     yield IngestionResultBuilder(options=job.options).build(partial=False)

@@ -9,6 +9,8 @@ children):
 - `module`, `crate`, `go_modules`  layout facts the archive worker knows (see README)
 - `language`        overrides the language the file name says
 - `max_file_bytes`  refuse a larger file as too_large (default 4 MiB)
+- `max_parse_ms`    CPU time tree-sitter may spend parsing the file (default 10,000);
+                    past it the job fails too_large (permanent)
 
 An archive's options are in archive_handler.py.
 """

@@ -28,7 +28,7 @@ from .languages import extension_language
 from .languages.ecmascript import relative_target
 from .languages.python import module_name
 from .languages.rust import module_of_path
-from .reexports import HOPS, python_reexports, rust_reexports
+from .reexports import HOPS, python_reexports, rust_absolute, rust_reexports
 
 __all__ = ["MAX_TABLE", "Layout"]
 
@@ -44,6 +44,20 @@ _JAVA_PACKAGE = re.compile(rb"^[ \t]*package[ \t]+([\w.]+)[ \t]*;", re.M)
 _JAVA_IMPORT = re.compile(rb"^[ \t]*import[ \t]+(?:static[ \t]+)?([\w.]+)[ \t]*;", re.M)
 _WORD = re.compile(rb"\w+")
 _INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"', re.M)
+_PY_DEFINES = re.compile(rb"^[ \t]*(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)", re.M)
+_PY_STAR = re.compile(rb"^[ \t]*from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+\*", re.M)
+_RUST_DEFINES = re.compile(
+    rb"\b(?:fn|struct|enum|trait|union|mod|pub(?:\([^)\n]*\))?[ \t]+type)[ \t\r\n]+(?:r#)?(\w+)"
+)
+"""Rust items by name; `type` only with a visibility (an impl's associated `type Err` is
+not an item another file can name)."""
+_RUST_STAR = re.compile(rb"^[ \t]*(?:pub(?:\([^)\n]*\))?[ \t]+)?use[ \t]+([\w:]+)::\*[ \t]*;", re.M)
+_JS_DEFINES = re.compile(
+    rb"\b(?:function\*?|class|interface|enum|type|const|let|var)[ \t]+([A-Za-z_$][\w$]*)"
+)
+_JS_STAR = re.compile(rb"""\bexport[ \t]*\*[ \t]*from[ \t]*['"](\.{1,2}/[^'"\n]*)['"]""")
+STAR_HOPS = 3
+"""How many `*` re-exports deep a child's table follows (and symbols.py resolves)."""
 _JS_SUFFIXES = ("", ".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", ".mts", ".cts", ".d.ts")
 _JS_INDEX = ("/index.ts", "/index.tsx", "/index.js", "/index.jsx", "/index.mjs")
 
@@ -59,6 +73,8 @@ class Layout:
         self.files = files
         self.languages = languages
         self.paths = frozenset(files)
+        self._defined: dict[str, frozenset[bytes]] = {}
+        self._stars: dict[str, list[str]] = {}
         self._python_index()
         self._rust_index()
         self._java_index()
@@ -296,6 +312,102 @@ class Layout:
                 table[header] = found
         return table
 
+    # -- what other files define (`#path`) and re-export with `*` (`*path`) ----------------
+
+    def defined_names(self, path: str) -> frozenset[bytes]:
+        """Names a file defines, by a line scan: functions, methods, types, Rust modules
+        (a superset: a nested or shadowed name counts too, never a name it lacks)."""
+        cached = self._defined.get(path)
+        if cached is None:
+            language = self.languages.get(path)
+            pattern = {"python": _PY_DEFINES, "rust": _RUST_DEFINES}.get(language or "")
+            if language in ("javascript", "typescript", "tsx"):
+                pattern = _JS_DEFINES
+            found = set() if pattern is None else set(pattern.findall(self.files[path]))
+            cached = self._defined[path] = frozenset(found)
+        return cached
+
+    def star_sources(self, path: str) -> list[str]:
+        """The files whose names `path` re-exports or imports wholesale (`*`)."""
+        cached = self._stars.get(path)
+        if cached is None:
+            language = self.languages.get(path)
+            if language == "python":
+                found = self._python_stars(path)
+            elif language == "rust":
+                found = self._rust_stars(path)
+            elif language in ("javascript", "typescript", "tsx"):
+                found = self._js_stars(path)
+            else:
+                found = []
+            cached = self._stars[path] = sorted(set(found) - {path})
+        return cached
+
+    def _python_stars(self, path: str) -> list[str]:
+        out = []
+        for match in _PY_STAR.finditer(self.files[path]):
+            module = self._python_absolute(match.group(1).decode("ascii", "replace"), path)
+            found = None if module is None else self._python_lookup(module, path)
+            if found is not None:
+                out.append(found)
+        return out
+
+    def _rust_stars(self, path: str) -> list[str]:
+        root = self.crate_of.get(path)
+        if root is None:
+            return []
+        own = module_of_path(path, root) or []
+        out = []
+        for match in _RUST_STAR.finditer(self.files[path]):
+            full = rust_absolute(match.group(1).decode("ascii", "replace").split("::"), own)
+            found = (
+                None if full is None else self.crate_modules[root].get("::".join(["crate", *full]))
+            )
+            if found is not None:
+                out.append(found)
+        return out
+
+    def _js_stars(self, path: str) -> list[str]:
+        out = []
+        for match in _JS_STAR.finditer(self.files[path]):
+            base = relative_target(match.group(1).decode("utf-8", "replace"), path)
+            candidates = [] if base is None else [base + x for x in _JS_SUFFIXES + _JS_INDEX]
+            found = next((c for c in candidates if c in self.paths), None)
+            if found is not None:
+                out.append(found)
+        return out
+
+    def _defined_entries(self, path: str, table: Mapping[str, str]) -> dict[str, str]:
+        """`#<file>` → the names it defines that `path` mentions, for each file the table
+        leads to (and the files those re-export with `*`); `*<file>` → those files. A
+        child checks a cross-file call against them: a name the other file does not
+        define (an enum variant, a derived or generated method) never heals."""
+        if self.languages.get(path) not in ("python", "rust", "javascript", "typescript", "tsx"):
+            return {}
+        # The names this file writes, and those its table's re-exports lead through
+        # (`crate::bits::varsize::VarBitSet` for a file that writes only `VarBitSet`).
+        words = set(self._words(path))
+        for key, value in table.items():
+            words.update(_WORD.findall(f"{key} {value}".encode()))
+        targets = {v.partition("#")[0] for v in table.values() if v in self.paths or "#" in v}
+        own_stars = self.star_sources(path)
+        targets |= set(own_stars)
+        out: dict[str, str] = {"*" + path: " ".join(own_stars)} if own_stars else {}
+        pending = sorted(t for t in targets if t in self.paths and t != path)
+        for _ in range(STAR_HOPS + 1):
+            following: list[str] = []
+            for target in pending:
+                if "#" + target in out:
+                    continue
+                names = sorted(n.decode() for n in self.defined_names(target) & words)
+                out["#" + target] = " ".join(names)
+                stars = self.star_sources(target)
+                if stars:
+                    out["*" + target] = " ".join(stars)
+                    following.extend(stars)
+            pending = following
+        return out
+
     # -- per child -------------------------------------------------------------------------
 
     def options_for(self, path: str) -> dict[str, object]:
@@ -315,5 +427,8 @@ class Layout:
             table = self._c_table(path)
         else:
             table = {}
+        table = dict(sorted(table.items())[:MAX_TABLE])
+        extra = self._defined_entries(path, table)
+        table.update(sorted(extra.items())[:MAX_TABLE])
         out["resolve"] = dict(sorted(table.items()))
         return out

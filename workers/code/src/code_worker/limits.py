@@ -8,6 +8,7 @@ __all__ = [
     "DEFAULT_MAX_ARCHIVE_BYTES",
     "DEFAULT_MAX_ENTRIES",
     "DEFAULT_MAX_FILE_BYTES",
+    "DEFAULT_MAX_PARSE_MS",
     "DEFAULT_MAX_RATIO",
     "DEFAULT_MAX_TOTAL_BYTES",
     "int_option",
@@ -15,6 +16,9 @@ __all__ = [
 
 DEFAULT_MAX_FILE_BYTES = 4 * 1024 * 1024
 """A source file larger than this is too_large (generated tables, amalgamations)."""
+DEFAULT_MAX_PARSE_MS = 10_000
+"""CPU time one file's parse may take (real code parses at several MB/s, so a 4 MiB file
+in about a second here); past it the file is too_large."""
 DEFAULT_MAX_ARCHIVE_BYTES = 1024 * 1024 * 1024
 """The archive file itself."""
 DEFAULT_MAX_ENTRIES = 50_000

@@ -102,6 +102,8 @@ class _Projector:
             props["symbols"] = len(model.definitions)
             for key in ("calls", "calls_local", "calls_cross_file", "calls_unresolved"):
                 props[key] = counts[key]
+            if counts["calls_to_undefined"]:  # part of calls_unresolved (symbols.py)
+                props["calls_to_undefined"] = counts["calls_to_undefined"]
             written = sorted({ref.written for ref in model.imports})
             props["imports"] = written[:_IMPORTS_LISTED]
             if len(written) > _IMPORTS_LISTED:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 
-__all__ = ["python_reexports", "rust_reexports", "split_use_tree"]
+__all__ = ["python_reexports", "rust_absolute", "rust_reexports", "split_use_tree"]
 
 _RUST_PUB_USE = re.compile(rb"^[ \t]*pub(?:\([^)\n]*\))?[ \t]+use[ \t]+([^;]+);", re.M)
 _PY_FROM = re.compile(rb"^from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]*)", re.M)
@@ -60,13 +60,14 @@ def rust_reexports(
         for match in _RUST_PUB_USE.finditer(files[path]):
             tree = match.group(1).decode("utf-8", "replace")
             for segments, local in split_use_tree(tree):
-                full = _rust_absolute(segments, own)
+                full = rust_absolute(segments, own)
                 if full is not None and local != "_":
                     out["=" + "::".join(["crate", *own, local])] = "::".join(["crate", *full])
     return out
 
 
-def _rust_absolute(segments: list[str], own: list[str]) -> list[str] | None:
+def rust_absolute(segments: list[str], own: list[str]) -> list[str] | None:
+    """`crate::a`, `self::a`, `super::a` or `a` (a child module) seen from module `own`."""
     head = segments[0]
     if head == "crate":
         return segments[1:]

@@ -12,6 +12,7 @@ package); anything else is counted as unresolved, never guessed.
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -20,9 +21,12 @@ from importlib import resources
 
 from tree_sitter import Language, Node, Parser, Query, QueryCursor, Tree
 
-from .languages.base import Binding, CallForm, FileContext, ImportRef, Spec, Target, node_text
+from workers_common import TooLarge
 
-__all__ = ["CallEdge", "Definition", "FileModel", "analyze", "parser_for"]
+from .languages.base import Binding, CallForm, FileContext, ImportRef, Spec, Target, node_text
+from .limits import DEFAULT_MAX_PARSE_MS, int_option
+
+__all__ = ["CallEdge", "Definition", "FileModel", "analyze", "parse", "parser_for"]
 
 CLASS_LIKE = frozenset({"CLASS", "STRUCT", "ENUM", "TRAIT", "INTERFACE"})
 
@@ -72,12 +76,65 @@ def _language(spec: Spec) -> Language:
 
 @cache
 def _query(spec: Spec) -> Query:
-    text = resources.files("code_worker").joinpath("queries", spec.query_file).read_text()
-    return Query(_language(spec), text)
+    """The language's query, compiled once per process. One query run with `matches()`
+    for definitions, imports and calls alike: splitting it (calls through `captures()`)
+    was measured slower, as the cursor's walk over the tree is most of its cost."""
+    return Query(_language(spec), _query_text(spec))
+
+
+def _query_text(spec: Spec) -> str:
+    return resources.files("code_worker").joinpath("queries", spec.query_file).read_text()
+
+
+@cache
+def _pattern_kinds(spec: Spec) -> tuple[str, ...]:
+    """What each pattern of the query is about: "import", "call" or "definition"."""
+    query, data = _query(spec), _query_text(spec).encode()
+    kinds = []
+    for index in range(query.pattern_count):
+        text = data[query.start_byte_for_pattern(index) : query.end_byte_for_pattern(index)]
+        kind = "import" if b"@import" in text else "call" if b"@call" in text else "definition"
+        kinds.append(kind)
+    return tuple(kinds)
+
+
+_PARSERS: dict[str, Parser] = {}
 
 
 def parser_for(spec: Spec) -> Parser:
-    return Parser(_language(spec))
+    """This process's parser for the language (one per language, reused file after file)."""
+    parser = _PARSERS.get(spec.name)
+    if parser is None:
+        parser = _PARSERS[spec.name] = Parser(_language(spec))
+    return parser
+
+
+def parse(spec: Spec, source: bytes, budget_ms: int = DEFAULT_MAX_PARSE_MS) -> Tree:
+    """The file's tree, parsed within `budget_ms` of this thread's CPU time (tree-sitter's progress
+    callback stops it) → TooLarge past it: a parse is linear on real code, so a file
+    that takes longer is a generated or pathological one (option `max_parse_ms`)."""
+    parser = parser_for(spec)
+    deadline = time.thread_time() + budget_ms / 1000
+    view = memoryview(source)
+
+    def read(offset: int, _point: object) -> memoryview:
+        return view[offset:]
+
+    ticks = 0
+
+    def halt(_offset: int, _has_error: bool) -> bool:
+        nonlocal ticks  # tree-sitter calls this every few dozen µs: read the clock 1 in 8
+        ticks += 1
+        return ticks & 7 == 0 and time.thread_time() > deadline
+
+    try:
+        return parser.parse(read, progress_callback=halt)
+    except ValueError:  # py-tree-sitter's "Parsing failed": the callback stopped it
+        parser.reset()  # the next parse starts afresh instead of resuming this one
+        raise TooLarge(
+            f"parsing {len(source)} bytes of {spec.name} did not finish within "
+            f"max_parse_ms={budget_ms} ms of CPU time"
+        ) from None
 
 
 def _count_errors(tree: Tree) -> int:
@@ -107,13 +164,15 @@ def _collect(
     defs: dict[tuple[int, int], Definition] = {}
     imports: list[Node] = []
     calls: list[tuple[Node, Node]] = []
-    for _pattern, captures in QueryCursor(_query(spec)).matches(tree.root_node):
-        if "import" in captures:
+    kinds = _pattern_kinds(spec)
+    for pattern, captures in QueryCursor(_query(spec)).matches(tree.root_node):
+        kind = kinds[pattern]
+        if kind == "import":
             imports.append(captures["import"][0])
             continue
-        if "call" in captures:
-            callee = captures.get("callee", captures["call"])[0]
-            calls.append((captures["call"][0], callee))
+        if kind == "call":
+            call = captures["call"][0]
+            calls.append((call, captures["callee"][0] if "callee" in captures else call))
             continue
         name_node = captures["name"][0]
         for capture, nodes in captures.items():
@@ -192,20 +251,69 @@ class _Resolver:
     ) -> None:
         self.spec = spec
         self.ctx = ctx
-        self.index: dict[str, list[Definition]] = {}
+        self.index: dict[str, Definition | bool] = {}
+        """Qualified name → its one symbol, or False when two or more compete."""
         for definition in defs:
-            self.index.setdefault(definition.qualname, []).append(definition)
+            if definition.label is not None:
+                seen = definition.qualname in self.index
+                self.index[definition.qualname] = False if seen else definition
         self.bindings: dict[str, Binding] = {}
         for ref in imports:
             for binding in ref.bindings:
                 self.bindings.setdefault(binding.name, binding)
+        self.stars = ctx.resolve.get("*" + ctx.path, "").split()
+        """Files this one imports wholesale (`from x import *`, `use x::*;`)."""
+        self._names: dict[str, frozenset[str] | None] = {}
+        self.undefined = 0
+        """Calls into another file that the archive's table says does not define the
+        name: an enum variant's method, a derived or generated method, a value's method."""
+
+    def _defined(self, path: str) -> frozenset[str] | None:
+        """The names the archive saw `path` define (only those this file mentions), or
+        None when the table does not say (a file ingested alone, Go, Java, C)."""
+        if path not in self._names:
+            listed = self.ctx.resolve.get("#" + path)
+            self._names[path] = None if listed is None else frozenset(listed.split())
+        return self._names[path]
+
+    def settle(self, target: Target, hops: int = 3) -> Target | None:
+        """A cross-file target checked against what the other file defines: kept, moved
+        through that file's `*` re-exports, moved to its enum for a Rust tuple variant
+        (`E::V(..)` → `E`), or None (counted in `undefined`): such an edge would never
+        heal."""
+        names = self._defined(target.path)
+        if names is None or target.member is None:
+            return target
+        sep = self.spec.separator
+        parts = target.member.split(sep)
+        if all(part in names for part in parts):
+            return target
+        if parts[0] not in names and hops > 0:
+            for star in self.ctx.resolve.get("*" + target.path, "").split():
+                star_names = self._defined(star)
+                if star_names is not None and parts[0] in star_names:
+                    return self.settle(Target(star, target.member), hops - 1)
+        if (
+            self.spec.name == "rust"
+            and len(parts) > 1
+            and parts[-1][:1].isupper()
+            and all(part in names for part in parts[:-1])
+        ):
+            return Target(target.path, sep.join(parts[:-1]))
+        self.undefined += 1
+        return None
+
+    def _star(self, name: str) -> Target | None:
+        """A bare name that one of this file's `*` imports defines."""
+        for star in self.stars:
+            names = self._defined(star)
+            if names is not None and name in names:
+                return Target(star, name)
+        return None
 
     def lookup(self, qualname: str) -> Definition | bool | None:
         """The one symbol of that name (False when two or more compete)."""
-        found = [d for d in self.index.get(qualname, ()) if d.label is not None]
-        if len(found) > 1:
-            return False
-        return found[0] if found else None
+        return self.index.get(qualname)
 
     def _scopes(self, scope: Definition | None) -> Iterator[str]:
         sep = self.spec.separator
@@ -236,6 +344,14 @@ class _Resolver:
     def resolve(
         self, call: CallForm, scope: Definition | None
     ) -> Definition | Target | bool | None:
+        found = self._resolve(call, scope)
+        if isinstance(found, Target) and found.member is not None:
+            return self.settle(found)
+        return found
+
+    def _resolve(
+        self, call: CallForm, scope: Definition | None
+    ) -> Definition | Target | bool | None:
         sep = self.spec.separator
         if call.kind == "bare":
             for prefix in self._scopes(scope):
@@ -245,6 +361,10 @@ class _Resolver:
             binding = self.bindings.get(call.name)
             if binding is not None:
                 return binding.target if binding.target.member is not None else None
+            if self.stars:
+                star = self._star(call.name)
+                if star is not None:
+                    return star
         elif call.kind == "self":
             owner = self._class_of(scope)
             return None if owner is None else self.lookup(owner + sep + call.name)
@@ -280,7 +400,7 @@ class _Resolver:
 
 def analyze(spec: Spec, ctx: FileContext) -> FileModel:
     """Parses `ctx.source` and resolves what it defines, imports and calls."""
-    tree = parser_for(spec).parse(ctx.source)
+    tree = parse(spec, ctx.source, int_option(ctx.options, "max_parse_ms", DEFAULT_MAX_PARSE_MS))
     ordered, import_nodes, call_nodes = _collect(spec, tree, ctx.source)
     if spec.prepare is not None:
         spec.prepare(tree.root_node, ctx)
@@ -304,4 +424,6 @@ def analyze(spec: Spec, ctx: FileContext) -> FileModel:
             model.counts["calls_cross_file"] += 1
         else:
             model.counts["calls_unresolved"] += 1
+    if resolver.undefined:
+        model.counts["calls_to_undefined"] = resolver.undefined
     return model

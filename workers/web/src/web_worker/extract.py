@@ -20,12 +20,13 @@ from types import FrameType
 from typing import Any
 
 import trafilatura
+from selectolax.lexbor import LexborHTMLParser
 
 from . import htmlscan
 from .model import Block, Extracted, Link
 from .urls import normalize
 
-__all__ = ["ExtractTimeout", "extract"]
+__all__ = ["ExtractTimeout", "extract", "prime_trafilatura"]
 
 _WS = re.compile(r"\s+")
 
@@ -51,6 +52,16 @@ def _time_limit(seconds: float) -> Iterator[None]:
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+
+
+def prime_trafilatura() -> None:
+    """Builds trafilatura's union of justext stoplists now, not on the first page that
+    falls back to justext (seconds of CPU, once per process; the worker runs this in a
+    background thread while it waits for its first job)."""
+    from trafilatura import external
+
+    if not external.JT_STOPLIST:
+        external.jt_stoplist_init()
 
 
 def _inline(element: Any, base: str) -> tuple[str, list[Link]]:
@@ -83,12 +94,12 @@ def _inline(element: Any, base: str) -> tuple[str, list[Link]]:
 
 def _collapse(raw: str, links: list[Link]) -> tuple[str, list[Link]]:
     """Whitespace runs as one space, trimmed, with the links' offsets moved to match."""
-    runs = [(m.start(), m.end()) for m in _WS.finditer(raw)]
     text = _WS.sub(" ", raw)
     lead = 1 if text.startswith(" ") else 0
     text = text.strip()
-    if not links:
+    if not links:  # most blocks: no offsets to move
         return text, []
+    runs = [(m.start(), m.end()) for m in _WS.finditer(raw)]
     starts = [r[0] for r in runs]
     removed = list(accumulate((e - b - 1 for b, e in runs), initial=0))
 
@@ -184,9 +195,13 @@ def _trafilatura_blocks(html: str, url: str, limit_s: float) -> tuple[Block, ...
     return tuple(_blocks(body, url))
 
 
-def extract(html: str, url: str, *, limit_s: float = 5.0) -> Extracted:
-    """The page's metadata, main-content blocks and every link, from its HTML."""
-    tree = htmlscan.parse(html)
+def extract(
+    html: str, url: str, *, limit_s: float = 5.0, tree: LexborHTMLParser | None = None
+) -> Extracted:
+    """The page's metadata, main-content blocks and every link, from its HTML (`tree`:
+    its selectolax parse when the caller has one already, e.g. from the render rule)."""
+    if tree is None:
+        tree = htmlscan.parse(html)
     base = htmlscan.base_url(tree, url)
     extractor = "trafilatura"
     try:

@@ -20,19 +20,21 @@ from __future__ import annotations
 import atexit
 import logging
 import os
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from playwright.async_api import Error as PlaywrightError
+from selectolax.lexbor import LexborHTMLParser
 
 from workers_common import FetchFailed, Handler, InvalidInput, Job, Unsupported
 
 from .browser import Renderer, find_chromium
 from .charset import decode_html
 from .crawl import crawl_id, plan_children
-from .extract import extract
+from .extract import extract, prime_trafilatura
 from .fetch import Fetcher, Response, StatusFailure, check_status
 from .guard import Guard
 from .htmlscan import needs_render, parse
@@ -61,6 +63,9 @@ class _Fetched:
     response: Response
     html: str
     facts: PageFacts
+    tree: LexborHTMLParser | None = None
+    """The static HTML's selectolax parse when the render rule made one (shared with
+    the extraction: one parse per page)."""
 
 
 class WebWorker:
@@ -149,9 +154,10 @@ class WebWorker:
         if settings.render == "always":
             reason = "render=always"
         else:
-            found = needs_render(parse(html), settings.render_min_text)
+            tree = parse(html)
+            found = needs_render(tree, settings.render_min_text)
             if found is None or not self.renderer.available:
-                return _Fetched(response, html, facts)
+                return _Fetched(response, html, facts, tree)
             reason = found
         try:
             rendered = self._render(response, html, settings)
@@ -184,7 +190,9 @@ class WebWorker:
                 what = facts.content_type or "an unknown type"
                 raise Unsupported(f"{facts.final_url} is {what}, which no pool here serves")
             return project_routed(facts, response.body, fmt)
-        extracted = extract(fetched.html, facts.final_url, limit_s=settings.extract_timeout_s)
+        extracted = extract(
+            fetched.html, facts.final_url, limit_s=settings.extract_timeout_s, tree=fetched.tree
+        )
         children = plan_children(
             extracted.crawl_links,
             facts.final_url,
@@ -220,6 +228,7 @@ def worker() -> WebWorker:
     if _WORKER is None:
         _WORKER = WebWorker()
         atexit.register(_WORKER.close)
+        threading.Thread(target=prime_trafilatura, name="prime-trafilatura", daemon=True).start()
     return _WORKER
 
 

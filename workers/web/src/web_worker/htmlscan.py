@@ -80,10 +80,26 @@ def _attr(node: LexborNode | None, name: str) -> str:
     return clean(value)[:_MAX_META] if value else ""
 
 
-def _meta_content(tree: LexborHTMLParser, names: tuple[str, ...]) -> str:
+_META_ATTRS = ("property", "name", "itemprop")
+
+
+def _meta_index(tree: LexborHTMLParser) -> dict[tuple[str, str], str]:
+    """(attribute, its value) → the content of the first <meta> with it: one pass over the
+    document's <meta> elements for every lookup of a page."""
+    index: dict[tuple[str, str], str] = {}
+    for node in tree.css("meta"):
+        attributes = node.attributes
+        for attr in _META_ATTRS:
+            key = attributes.get(attr)
+            if key is not None and (attr, key) not in index:
+                index[(attr, key)] = _attr(node, "content")
+    return index
+
+
+def _meta_content(index: dict[tuple[str, str], str], names: tuple[str, ...]) -> str:
     for name in names:
-        for attr in ("property", "name", "itemprop"):
-            value = _attr(tree.css_first(f'meta[{attr}="{name}"]'), "content")
+        for attr in _META_ATTRS:
+            value = index.get((attr, name))
             if value:
                 return value
     return ""
@@ -107,8 +123,8 @@ def _json_ld_objects(tree: LexborHTMLParser) -> Iterator[dict[str, Any]]:
                     stack.extend(graph)
 
 
-def _date(tree: LexborHTMLParser, which: str) -> str:
-    stated = _meta_content(tree, _DATE_META[which])
+def _date(tree: LexborHTMLParser, index: dict[tuple[str, str], str], which: str) -> str:
+    stated = _meta_content(index, _DATE_META[which])
     if stated:
         return stated
     for obj in _json_ld_objects(tree):
@@ -123,13 +139,14 @@ def meta(tree: LexborHTMLParser, base: str) -> PageMeta:
     title_node = tree.css_first("title")
     title = clean(title_node.text())[:_MAX_META] if title_node else ""
     canonical = _attr(tree.css_first('link[rel~="canonical"]'), "href")
+    index = _meta_index(tree)
     return PageMeta(
-        title=title or _meta_content(tree, ("og:title",)),
+        title=title or _meta_content(index, ("og:title",)),
         lang=_attr(tree.css_first("html"), "lang"),
         canonical_url=(normalize(canonical, base) or "") if canonical else "",
-        description=_meta_content(tree, ("description", "og:description")),
-        published=_date(tree, "published"),
-        modified=_date(tree, "modified"),
+        description=_meta_content(index, ("description", "og:description")),
+        published=_date(tree, index, "published"),
+        modified=_date(tree, index, "modified"),
     )
 
 

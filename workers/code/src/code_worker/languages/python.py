@@ -123,6 +123,8 @@ def _dotted(node: Node, source: bytes) -> list[str] | None:
 
 
 def callee(_call: Node, node: Node, ctx: FileContext) -> CallForm | None:
+    if node.type == "identifier":  # most calls: `f()`
+        return CallForm("bare", node_text(node, ctx.source))
     parts = _dotted(node, ctx.source)
     if not parts:
         return None

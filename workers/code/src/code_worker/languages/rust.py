@@ -93,10 +93,15 @@ def absolute(segments: list[str], ctx: FileContext) -> list[str] | None:
 
 def _follow(path: list[str], ctx: FileContext) -> list[str]:
     """`cli::Client` that `cli` re-exports with `pub use` → where it is defined."""
+    applied: set[str] = set()
     for _ in range(4):
         for cut in range(len(path), 0, -1):
-            origin = ctx.resolve.get("=" + "::".join(["crate", *path[:cut]]))
-            if origin is not None:
+            key = "=" + "::".join(["crate", *path[:cut]])
+            origin = ctx.resolve.get(key)
+            # Each re-export once: `pub use dijkstra::dijkstra;` names a module and its
+            # function alike, and would otherwise extend its own path hop after hop.
+            if origin is not None and key not in applied:
+                applied.add(key)
                 path = [*origin.split("::")[1:], *path[cut:]]
                 break
         else:
