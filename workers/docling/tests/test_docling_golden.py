@@ -217,10 +217,19 @@ def test_no_ambiguities_without_clarify(tmp_path: Path) -> None:
     assert any(n["labels"] == ["DATE_REFERENCE"] for n in sub["nodes"])
 
 
-def test_default_install_never_imports_torch(tmp_path: Path) -> None:
+def _in_a_fresh_python(code: str) -> str:
+    """What `code` prints, run by a new interpreter beside these tests (sys.modules empty)."""
     import subprocess
     import sys
 
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120,
+        cwd=Path(__file__).parent,
+    )  # fmt: skip
+    return done.stdout
+
+
+def test_default_install_never_imports_torch(tmp_path: Path) -> None:
     code = (
         "import sys\n"
         "from docling_worker.handler import convert\n"
@@ -230,19 +239,12 @@ def test_default_install_never_imports_torch(tmp_path: Path) -> None:
         "print(sorted(m for m in sys.modules if m.split('.')[0] in "
         "('torch', 'transformers', 'huggingface_hub', 'onnxruntime')))\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120,
-        cwd=Path(__file__).parent,
-    )  # fmt: skip
-    assert done.stdout.strip() == "[]"
+    assert _in_a_fresh_python(code).strip() == "[]"
 
 
 def test_each_format_imports_only_its_readers() -> None:
     # Start-up cost: the worker imports a format's readers at its first job, so a PDF job
     # never loads docling's DOCX/HTML/Markdown backends, and a DOCX job never docling-parse.
-    import subprocess
-    import sys
-
     code = (
         "import sys\n"
         "from docling_worker.handler import convert\n"
@@ -259,8 +261,4 @@ def test_each_format_imports_only_its_readers() -> None:
         "print('docling_parse' in pdf, 'pypdfium2' in pdf,"
         " 'docling.backend.msword_backend' in docx)\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120,
-        cwd=Path(__file__).parent,
-    )  # fmt: skip
-    assert done.stdout.split("\n")[:3] == ["[]", "False False False", "True True True"]
+    assert _in_a_fresh_python(code).split("\n")[:3] == ["[]", "False False False", "True True True"]
