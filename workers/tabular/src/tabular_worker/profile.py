@@ -151,21 +151,29 @@ def _pass_one(
     # than once per rule (the optimizer does not share it: twice the time). Spare columns
     # are only ever blank or not: one regex over all of them (`spare:filled`).
     columns = [positional(i) for i in range(width)]
-    stripped = [c for c in columns if native_type(schema[c]) is None]
+    known = {positional(i) for i in source.known if i < width}
+    stripped = [c for c in columns if native_type(schema[c]) is None and c not in known]
     steps = [_cell(c).alias(f"{c}:cell") for c in stripped]
     aggregates = [pl.len().alias("rows")]
     if spare:
         steps.append(_filled(spare).alias("spare:filled"))
         aggregates.append(pl.col("spare:filled").sum().alias("ragged"))
     if textual:
+        # A known column's text is written from typed values: never blank but empty.
         filled = [
-            (pl.col(f"{c}:cell") != "").fill_null(False) if c in stripped else _filled([c])
+            (pl.col(f"{c}:cell") != "").fill_null(False)
+            if c in stripped
+            else (pl.col(c) != "").fill_null(False)
+            if c in known
+            else _filled([c])
             for c in columns
         ]
         if spare:
             filled.append(pl.col("spare:filled"))
         aggregates.append((~pl.any_horizontal(filled)).sum().alias("blank"))
     for column in columns:
+        if column in known:
+            continue
         if column not in stripped:
             aggregates.append(pl.col(column).is_null().sum().alias(f"{column}:nulls"))
             if schema[column].is_float():
@@ -178,7 +186,11 @@ def _pass_one(
             aggregates.append(
                 cell.str.contains(PATTERNS[kind]).sum().alias(f"{column}:{kind.value}")
             )
-    return _summed(source, lambda frame: frame.with_columns(steps).select(aggregates))
+    first = _summed(source, lambda frame: frame.with_columns(steps).select(aggregates))
+    for index, counts in source.known.items():
+        if index < width:
+            first.update({f"{positional(index)}:{key}": n for key, n in counts.items()})
+    return first
 
 
 def _pick_type(column: str, dtype: pl.DataType, first: dict[str, Any]) -> tuple[ColumnType, float]:
@@ -201,9 +213,14 @@ def _pass_two(source: TableSource, kinds: list[tuple[ColumnType, float]]) -> dic
     dates: list[str] = []
     aggregates: list[pl.Expr] = []
     schema = source.frame.collect_schema()
+    known: dict[str, Any] = {}
     for index, (kind, _) in enumerate(kinds):
         column = positional(index)
         if native_type(schema[column]) is not None or kind is ColumnType.STRING:
+            continue
+        valid = source.known.get(index, {}).get(f"valid:{kind.value}")
+        if valid is not None:
+            known[f"{column}:valid"] = valid
             continue
         stripped.append(column)
         if kind is ColumnType.DATE:
@@ -219,7 +236,7 @@ def _pass_two(source: TableSource, kinds: list[tuple[ColumnType, float]]) -> dic
             valid = typed_value(pl.col(f"{column}:cell"), kind).is_not_null().sum()
             aggregates.append(valid.alias(f"{column}:valid"))
     if not aggregates:
-        return {}
+        return known
 
     def query(frame: pl.LazyFrame) -> pl.LazyFrame:
         frame = frame.with_columns(_cell(c).alias(f"{c}:cell") for c in stripped)
@@ -227,7 +244,7 @@ def _pass_two(source: TableSource, kinds: list[tuple[ColumnType, float]]) -> dic
             frame = with_readings(frame, pl.col(f"{column}:cell"), f"{column}:")
         return frame.select(aggregates)
 
-    return _summed(source, query)
+    return {**_summed(source, query), **known}
 
 
 def _column_profile(

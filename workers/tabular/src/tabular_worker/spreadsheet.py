@@ -112,6 +112,7 @@ def _one_read(
         for i, dtype in enumerate(dtypes)
         if dtype not in (pl.String, pl.Null) and typed[f"t{i}"].null_count()
     ]
+    texts: list[int] = []
     if hidden:
         try:
             shown = reader.load_sheet(
@@ -121,13 +122,86 @@ def _one_read(
             return None
         if shown.shape != (data.height, len(hidden)):
             return None
+        # Columns where a text cell fills a cell the values left empty (a text cell in a
+        # number column, an infinity): their text is not the values' alone.
+        filled = shown.select(
+            (data[positional(i)].is_null() & (pl.col(c).fill_null("") != "")).any()
+            for i, c in zip(hidden, shown.columns, strict=True)
+        ).row(0)
+        texts = [i for i, text in zip(hidden, filled, strict=True) if text]
         data = data.with_columns(
             pl.coalesce(pl.col(positional(i)), shown.to_series(at)).alias(positional(i))
             for at, i in enumerate(hidden)
         )
     mixed = [i for i, dtype in enumerate(dtypes) if dtype == pl.String]
     data = _early_dates(_exact_mixed(reader, index, data, mixed), mixed, date1904)
-    return _table(name, header, data.with_columns(pl.all().fill_null("")))
+    known = _known_counts(typed, dtypes, texts, date1904)
+    return _table(name, header, data.with_columns(pl.all().fill_null("")), known)
+
+
+_KINDS = ("boolean", "integer", "float", "date", "datetime", "duration")
+"""The inferred types' names (celltypes.INFERRED_ORDER), each a count the profile needs."""
+
+
+def _known_counts(
+    typed: pl.DataFrame, dtypes: list[pl.DataType], texts: list[int], date1904: bool
+) -> dict[int, dict[str, int]]:
+    """The profile's counts of the typed columns whose text `_as_text` writes from the
+    values alone (every cell a value or empty), computed from the values: what the
+    pattern and parse passes would count over that text, without the regexes.
+
+    - a number: present when finite; `integer` (and integer-valid) when integral up to
+      2^53 (written without a fraction), every one `float` and float-valid (the shortest
+      round-trip text always reads back); never a leading zero (`0.5`, `0`);
+    - a boolean (`true`/`false`): `boolean`;
+    - a date-time: `datetime` (`yyyy-mm-dd hh:mm:ss[.mmm]`, parseable), or `duration` for
+      one in the epoch's first days (written as ISO 8601); only when every year has four
+      digits, as the datetime pattern wants (else the passes count the text);
+    - a duration: `duration`.
+    """
+    exprs: dict[int, dict[str, pl.Expr]] = {}
+    for i, dtype in enumerate(dtypes):
+        if i in texts:
+            continue
+        value = pl.col(f"t{i}")
+        present = value.is_not_null()
+        counts: dict[str, pl.Expr] = {}
+        if dtype == pl.Float64:
+            finite = value.is_finite().fill_null(False)
+            integral = finite & (value == value.round(0)) & (value.abs() <= _MAX_EXACT_INT)
+            counts = {"present": finite, "integer": integral, "float": finite}
+        elif dtype == pl.Boolean:
+            counts = {"present": present, "boolean": present}
+        elif isinstance(dtype, pl.Datetime):
+            early = since_epoch(value, date1904).is_not_null()
+            year = value.dt.year()
+            counts = {
+                "present": present,
+                "datetime": present & ~early,
+                "duration": early,
+                "odd_year": present & ((year < 1000) | (year > 9999)),
+            }
+        elif isinstance(dtype, pl.Duration):
+            counts = {"present": present, "duration": present}
+        if counts:
+            exprs[i] = counts
+    if not exprs:
+        return {}
+    sums = typed.select(
+        expr.sum().alias(f"{i}:{key}")
+        for i, counts in exprs.items()
+        for key, expr in counts.items()
+    ).row(0, named=True)
+    known: dict[int, dict[str, int]] = {}
+    for i, counts in exprs.items():
+        found = {key: int(sums[f"{i}:{key}"] or 0) for key in counts}
+        if found.pop("odd_year", 0):
+            continue
+        column = {"zeros": 0, **{kind: found.get(kind, 0) for kind in _KINDS}}
+        column["present"] = found["present"]
+        column.update({f"valid:{kind}": found.get(kind, 0) for kind in _KINDS if kind != "date"})
+        known[i] = column
+    return known
 
 
 def _names_unreliable(names: list[str], origins: list[str]) -> bool:
@@ -175,13 +249,20 @@ def _open_failure(fmt: str, err: Exception) -> Exception:
     return InvalidInput(f"{fmt}: cannot open the workbook: {err}")
 
 
-def _table(name: str, header: list[str], data: pl.DataFrame) -> TableSource:
+def _table(
+    name: str,
+    header: list[str],
+    data: pl.DataFrame,
+    known: dict[int, dict[str, int]] | None = None,
+) -> TableSource:
     """A sheet's table: its rows held once, handed out in slices like a csv's blocks."""
 
     def blocks() -> Iterator[pl.DataFrame]:
         yield from data.iter_slices(_BLOCK_ROWS)
 
-    return TableSource(name, header, pl.LazyFrame(schema=data.schema), blocks=blocks)
+    return TableSource(
+        name, header, pl.LazyFrame(schema=data.schema), blocks=blocks, known=known or {}
+    )
 
 
 def _sheet(
