@@ -139,6 +139,29 @@ def _one_read(
     return _table(name, header, data.with_columns(pl.all().fill_null("")), known)
 
 
+def _count_exprs(value: pl.Expr, dtype: pl.DataType, date1904: bool) -> dict[str, pl.Expr]:
+    """Per count of `_known_counts`, the cells it counts ({} for a dtype it cannot)."""
+    present = value.is_not_null()
+    if dtype == pl.Float64:
+        finite = value.is_finite().fill_null(False)
+        integral = finite & (value == value.round(0)) & (value.abs() <= _MAX_EXACT_INT)
+        return {"present": finite, "integer": integral, "float": finite}
+    if dtype == pl.Boolean:
+        return {"present": present, "boolean": present}
+    if isinstance(dtype, pl.Datetime):
+        early = since_epoch(value, date1904).is_not_null()
+        year = value.dt.year()
+        return {
+            "present": present,
+            "datetime": present & ~early,
+            "duration": early,
+            "odd_year": present & ((year < 1000) | (year > 9999)),
+        }
+    if isinstance(dtype, pl.Duration):
+        return {"present": present, "duration": present}
+    return {}
+
+
 _KINDS = ("boolean", "integer", "float", "date", "datetime", "duration")
 """The inferred types' names (celltypes.INFERRED_ORDER), each a count the profile needs."""
 
@@ -159,32 +182,11 @@ def _known_counts(
       digits, as the datetime pattern wants (else the passes count the text);
     - a duration: `duration`.
     """
-    exprs: dict[int, dict[str, pl.Expr]] = {}
-    for i, dtype in enumerate(dtypes):
-        if i in texts:
-            continue
-        value = pl.col(f"t{i}")
-        present = value.is_not_null()
-        counts: dict[str, pl.Expr] = {}
-        if dtype == pl.Float64:
-            finite = value.is_finite().fill_null(False)
-            integral = finite & (value == value.round(0)) & (value.abs() <= _MAX_EXACT_INT)
-            counts = {"present": finite, "integer": integral, "float": finite}
-        elif dtype == pl.Boolean:
-            counts = {"present": present, "boolean": present}
-        elif isinstance(dtype, pl.Datetime):
-            early = since_epoch(value, date1904).is_not_null()
-            year = value.dt.year()
-            counts = {
-                "present": present,
-                "datetime": present & ~early,
-                "duration": early,
-                "odd_year": present & ((year < 1000) | (year > 9999)),
-            }
-        elif isinstance(dtype, pl.Duration):
-            counts = {"present": present, "duration": present}
-        if counts:
-            exprs[i] = counts
+    exprs = {
+        i: counts
+        for i, dtype in enumerate(dtypes)
+        if i not in texts and (counts := _count_exprs(pl.col(f"t{i}"), dtype, date1904))
+    }
     if not exprs:
         return {}
     sums = typed.select(
