@@ -114,6 +114,44 @@ def test_returned_headers_point_at_the_returned_message(tmp_path: Path) -> None:
     assert {"delivery_status", "returned_headers"} <= kinds
 
 
+def test_outlook_ndr_is_projected_per_recipient(tmp_path: Path) -> None:
+    sub = project(tmp_path, fidelity_corpus.outlook_ndr(), fmt="msg")
+    statuses = [s["properties"] for s in nodes(sub, "DELIVERY_STATUS")]
+    assert statuses == [
+        {
+            "reporting_mta": "dns; mx1.example.com",
+            "final_recipient": "bob@example.org",
+            "original_recipient": None,
+            "action": "failed",
+            "status": "5.1.1",
+            "diagnostic": "<mail.example.org #5.1.1 smtp;550 5.1.1 user unknown>",
+            "remote_mta": "mail.example.org",
+        },
+        {
+            "reporting_mta": "dns; mx1.example.com",
+            "final_recipient": "carol@example.net",
+            "original_recipient": None,
+            "action": "failed",
+            "status": "5.4.4",
+            "diagnostic": None,
+            "remote_mta": None,
+        },
+    ]
+    assert len(edges(sub, "HAS_DELIVERY_STATUS")) == 2
+    assert len(edges(sub, "FINAL_RECIPIENT")) == 2
+    # The reported recipients are not the report's addressees: the transport headers' To is.
+    to = [e for e in edges(sub, "TO")]
+    assert [e.get("toId") or sub["nodes"][e["toRef"]]["id"] for e in to] == [
+        "email:person:alice@example.com"
+    ]
+    assert "Final-Recipient: rfc822; bob@example.org\nAction: failed\n" in sub["canonicalText"]
+
+
+def test_outlook_message_that_is_no_report_has_no_delivery_status(tmp_path: Path) -> None:
+    sub = project(tmp_path, fidelity_corpus.outlook_exchange(), fmt="msg")
+    assert nodes(sub, "DELIVERY_STATUS") == []
+
+
 # -- 3. body parts with a file name ---------------------------------------------------------
 
 
