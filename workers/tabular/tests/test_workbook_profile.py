@@ -92,7 +92,7 @@ def test_edge_values_profile_as_their_text_does(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "name", [name for name, f in CORPUS.items() if f.format in ("xlsx", "xls", "ods")]
+    "name", [name for name, f in CORPUS.items() if f.format in ("xlsx", "xlsb", "xls", "ods")]
 )
 def test_corpus_workbooks_profile_as_their_text_does(name: str, tmp_path: Path) -> None:
     fixture = CORPUS[name]
