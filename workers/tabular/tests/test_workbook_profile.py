@@ -9,13 +9,14 @@ import datetime as dt
 import io
 from pathlib import Path
 
+import polars as pl
 import pytest
 import xlsxwriter
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tabular_worker.profile import TableProfile, profile_table
-from tabular_worker.spreadsheet import sheet_tables
+from tabular_worker.spreadsheet import _as_text, _plain_datetimes, sheet_tables
 from tabular_worker.tables import TableSource
 
 from tabular_corpus import CORPUS
@@ -127,3 +128,28 @@ def test_arbitrary_numbers_profile_as_their_text_does(
     for table in tables:
         fast, slow = _both(table)
         assert fast == slow
+
+
+def test_plain_datetime_columns_skip_the_fraction_and_duration_text() -> None:
+    moments = [dt.datetime(2026, 3, 1, 8, 30), dt.datetime(2026, 3, 2)]
+    typed = pl.DataFrame(
+        {
+            "t0": moments,
+            "t1": [moments[0], dt.datetime(2026, 3, 2, 0, 0, 0, 250_000)],  # a millisecond
+            "t2": [moments[0], dt.datetime(1899, 12, 31, 6)],  # a time of day: a duration
+        },
+        schema={f"t{i}": pl.Datetime("ms") for i in range(3)},
+    )
+    dtypes = list(typed.schema.values())
+    assert _plain_datetimes(typed, dtypes, False) == {0}
+    for i in range(3):
+        full = typed.select(_as_text(f"t{i}", dtypes[i], False)).to_series()
+        if i == 0:
+            plain = typed.select(_as_text(f"t{i}", dtypes[i], False, plain=True)).to_series()
+            assert (
+                plain.to_list() == full.to_list() == ["2026-03-01 08:30:00", "2026-03-02 00:00:00"]
+            )
+    assert (
+        typed.select(_as_text("t1", dtypes[1], False)).to_series()[1] == "2026-03-02 00:00:00.250"
+    )
+    assert typed.select(_as_text("t2", dtypes[2], False)).to_series()[1] == "PT6H"

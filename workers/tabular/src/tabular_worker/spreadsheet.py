@@ -104,8 +104,10 @@ def _one_read(
         return None
     typed = typed.rename({old: f"t{i}" for i, old in enumerate(typed.columns)})
     dtypes = list(typed.schema.values())
+    plain = _plain_datetimes(typed, dtypes, date1904)
     data = typed.select(
-        _as_text(f"t{i}", dtype, date1904).alias(positional(i)) for i, dtype in enumerate(dtypes)
+        _as_text(f"t{i}", dtype, date1904, plain=i in plain).alias(positional(i))
+        for i, dtype in enumerate(dtypes)
     )
     hidden = [
         i
@@ -213,14 +215,35 @@ def _names_unreliable(names: list[str], origins: list[str]) -> bool:
     return any(_DEDUPED.sub("", name) in taken - {name} for name in names)
 
 
-def _as_text(column: str, dtype: pl.DataType, date1904: bool) -> pl.Expr:
+def _plain_datetimes(typed: pl.DataFrame, dtypes: list[pl.DataType], date1904: bool) -> set[int]:
+    """The date-time columns with no millisecond and no cell in the epoch's first days:
+    their text is the date-time alone, without the fraction and duration expressions."""
+    moments = [i for i, dtype in enumerate(dtypes) if isinstance(dtype, pl.Datetime)]
+    if not moments:
+        return set()
+    found = typed.select(
+        (
+            (pl.col(f"t{i}").dt.millisecond() > 0)
+            | since_epoch(pl.col(f"t{i}"), date1904).is_not_null()
+        )
+        .any()
+        .alias(str(i))
+        for i in moments
+    ).row(0)
+    return {i for i, fancy in zip(moments, found, strict=True) if not fancy}
+
+
+def _as_text(column: str, dtype: pl.DataType, date1904: bool, *, plain: bool = False) -> pl.Expr:
     """A typed column as its cells' text: calamine's rendering (dates as
-    `yyyy-mm-dd hh:mm:ss[.mmm]`, booleans `true`/`false`), numbers and durations exact."""
+    `yyyy-mm-dd hh:mm:ss[.mmm]`, booleans `true`/`false`), numbers and durations exact.
+    `plain`: a date-time column known to hold neither milliseconds nor early days."""
     value = pl.col(column)
     if dtype == pl.Float64:
         return exact_number_text(value)
     if isinstance(dtype, pl.Duration):
         return iso_duration(value)
+    if isinstance(dtype, pl.Datetime) and plain:
+        return value.dt.to_string("%Y-%m-%d %H:%M:%S")
     if isinstance(dtype, pl.Datetime):
         millis = value.dt.millisecond()
         fraction = pl.when(millis > 0).then(
