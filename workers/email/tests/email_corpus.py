@@ -78,6 +78,12 @@ class MsgRecipient:
     address: str
     kind: int  # 1 To, 2 Cc, 3 Bcc
     address_type: str = "SMTP"  # "EX": `address` is an X.500 name, no SMTP address stream
+    supplementary_info: str | None = None
+    """PR_SUPPLEMENTARY_INFO (0x0C1B) on a report's recipient: `<mta #5.1.1 diagnostic>`."""
+    ndr_status_code: int | None = None
+    """PR_NDR_STATUS_CODE (0x0C20): the status as class, subject, detail digits (511)."""
+    remote_mta: str | None = None
+    """PR_DSN_REMOTE_MTA (0x0C21)."""
 
 
 @dataclass
@@ -103,6 +109,10 @@ class Msg:
     submit_time: datetime | None = None
     internet_cpid: int | None = None
     """PR_INTERNET_CPID: the code page of the HTML body."""
+    message_class: str = "IPM.Note"
+    """PR_MESSAGE_CLASS: REPORT.IPM.Note.NDR for a non-delivery report."""
+    reporting_mta: str | None = None
+    """PidTagReportingMessageTransferAgent (0x6820) of a report."""
     recipients: list[MsgRecipient] = field(default_factory=list)
     attachments: list[MsgAttachment] = field(default_factory=list)
 
@@ -125,7 +135,8 @@ def msg(spec: Msg) -> bytes:
         writer,
         "",
         {
-            0x001A: "IPM.Note",
+            0x001A: spec.message_class,
+            0x6820: spec.reporting_mta,
             0x0037: spec.subject,
             0x0C1A: spec.sender_name or None,
             0x0C1E: "EX" if spec.sender_x500 else None,
@@ -155,9 +166,13 @@ def msg(spec: Msg) -> bytes:
                 0x3002: recipient.address_type,
                 0x3003: recipient.address,
                 0x39FE: recipient.address if recipient.address_type == "SMTP" else None,
+                0x0C1B: recipient.supplementary_info,
+                0x0C21: recipient.remote_mta,
             },
         )
         recipient_props += _fixed(0x0C15 << 16 | _PT_LONG, recipient.kind)
+        if recipient.ndr_status_code is not None:
+            recipient_props += _fixed(0x0C20 << 16 | _PT_LONG, recipient.ndr_status_code)
         writer.addEntry(f"{storage}/__properties_version1.0", recipient_props)
     for index, attachment in enumerate(spec.attachments):
         storage = f"__attach_version1.0_#{index:08X}"

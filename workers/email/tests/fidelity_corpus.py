@@ -213,3 +213,42 @@ def outlook_html_cp1251() -> bytes:
             internet_cpid=1251,
         )
     )
+
+
+def outlook_ndr() -> bytes:
+    """An Outlook non-delivery report (REPORT.IPM.Note.NDR) as Exchange writes one from a
+    DSN (MS-OXCMAIL 2.2.3.7.1): the reporting MTA on the message; the recipient table lists
+    the recipients reported on, each with PR_SUPPLEMENTARY_INFO (`<remote-mta #status
+    diagnostic>`), PR_NDR_STATUS_CODE and the remote MTA; the addressee (the original
+    sender) only in the transport headers. One recipient has no supplementary info: its
+    status comes from the status code alone."""
+    return msg(
+        Msg(
+            subject="Undeliverable: Quarterly numbers",
+            message_class="REPORT.IPM.Note.NDR",
+            reporting_mta="dns; mx1.example.com",
+            sender_name="Microsoft Outlook",
+            sender_address="postmaster@example.com",
+            body="Delivery has failed to these recipients or groups.",
+            message_id="<ndr-1@mx1.example.com>",
+            submit_time=datetime(2026, 3, 8, 10, 0, tzinfo=UTC),
+            transport_headers=(
+                "From: Microsoft Outlook <postmaster@example.com>\r\n"
+                "To: Alice <alice@example.com>\r\n"
+                "Subject: Undeliverable: Quarterly numbers\r\n"
+                "Message-ID: <ndr-1@mx1.example.com>\r\n"
+                "Date: Sun, 8 Mar 2026 10:00:00 +0000\r\n"
+            ),
+            recipients=[
+                MsgRecipient(
+                    "bob@example.org",
+                    "bob@example.org",
+                    1,
+                    supplementary_info="<mail.example.org #5.1.1 smtp;550 5.1.1 user unknown>",
+                    ndr_status_code=511,
+                    remote_mta="mail.example.org",
+                ),
+                MsgRecipient("Carol", "carol@example.net", 1, ndr_status_code=544),
+            ],
+        )
+    )

@@ -6,6 +6,7 @@ test here failed before the fix of its class."""
 from __future__ import annotations
 
 import base64
+import email
 import json
 from pathlib import Path
 from typing import Any
@@ -105,6 +106,62 @@ def test_delivery_status_is_projected_per_recipient(tmp_path: Path) -> None:
     )
 
 
+def _stdlib_msg_16() -> Path:
+    return Path(email.__file__).parent.parent / "test" / "test_email" / "data" / "msg_16.txt"
+
+
+@pytest.mark.parametrize("source", ["by code", "stdlib"])
+def test_report_spelled_as_old_mailers_do_is_projected(tmp_path: Path, source: str) -> None:
+    """CPython's email test message msg_16 (a 2001 Sun Internet Mail Server bounce): type
+    names upper-cased (`message/DELIVERY-STATUS`, `MESSAGE/RFC822`), header names in
+    lower case after the first letter, Action before Final-recipient, a comment after the
+    status. Named `.txt`, `telha run` routes it by its extension to the txt pool, which is
+    why it showed no DELIVERY_STATUS there; as an eml job it has one."""
+    if source == "stdlib":
+        if not _stdlib_msg_16().exists():
+            pytest.skip("this Python has no email test data")
+        data = _stdlib_msg_16().read_bytes()
+    else:
+        data = eml(
+            [
+                ("From", "Internet Mail Delivery <postmaster@ucla.edu>"),
+                ("To", "scr-admin@socal-raves.org"),
+                ("Subject", "Delivery Notification: Delivery has failed"),
+                ("Message-id", "<0GK500B04D0B8X@cougar.noc.ucla.edu>"),
+                ("MIME-version", "1.0"),
+                ("Content-Type", 'multipart/report; boundary="B"'),
+            ],
+            multipart(
+                "B",
+                [
+                    part([("Content-type", "text/plain; charset=ISO-8859-1")], "Cannot deliver."),
+                    part(
+                        [("Content-type", "message/DELIVERY-STATUS")],
+                        "Original-envelope-id: 0GK500B4HD0888@cougar.noc.ucla.edu\n"
+                        "Reporting-MTA: dns; cougar.noc.ucla.edu\n\n"
+                        "Action: failed\n"
+                        "Status: 5.0.0 (recipient reached disk quota)\n"
+                        "Original-recipient: rfc822;jangel1@cougar.noc.ucla.edu\n"
+                        "Final-recipient: rfc822;jangel1@cougar.noc.ucla.edu\n",
+                    ),
+                    part(
+                        [("Content-type", "MESSAGE/RFC822")],
+                        "From: henryi@oxy.edu\nMessage-id: <002001c144a6$8752e060$56104586@oxy.edu>"
+                        "\nSubject: yeah\n\nbody\n",
+                    ),
+                ],
+            ),
+        )
+    sub = project(tmp_path, data)
+    [status] = [s["properties"] for s in nodes(sub, "DELIVERY_STATUS")]
+    assert status["reporting_mta"] == "dns; cougar.noc.ucla.edu"
+    assert status["final_recipient"] == "jangel1@cougar.noc.ucla.edu"
+    assert (status["action"], status["status"]) == ("failed", "5.0.0")
+    assert [e["toId"] for e in edges(sub, "ENCLOSES")] == [
+        "email:msg:002001c144a6$8752e060$56104586@oxy.edu"
+    ]
+
+
 def test_returned_headers_point_at_the_returned_message(tmp_path: Path) -> None:
     sub = project(tmp_path, fidelity_corpus.bounce())
     assert [e["toId"] for e in edges(sub, "RETURNS")] == ["email:msg:orig-42@example.com"]
@@ -112,6 +169,44 @@ def test_returned_headers_point_at_the_returned_message(tmp_path: Path) -> None:
     assert "Returned message:\nFrom: Alice <alice@example.com>\n" in sub["canonicalText"]
     kinds = {sub["spans"][i]["kind"] for i in message(sub)["spanRefs"]}
     assert {"delivery_status", "returned_headers"} <= kinds
+
+
+def test_outlook_ndr_is_projected_per_recipient(tmp_path: Path) -> None:
+    sub = project(tmp_path, fidelity_corpus.outlook_ndr(), fmt="msg")
+    statuses = [s["properties"] for s in nodes(sub, "DELIVERY_STATUS")]
+    assert statuses == [
+        {
+            "reporting_mta": "dns; mx1.example.com",
+            "final_recipient": "bob@example.org",
+            "original_recipient": None,
+            "action": "failed",
+            "status": "5.1.1",
+            "diagnostic": "<mail.example.org #5.1.1 smtp;550 5.1.1 user unknown>",
+            "remote_mta": "mail.example.org",
+        },
+        {
+            "reporting_mta": "dns; mx1.example.com",
+            "final_recipient": "carol@example.net",
+            "original_recipient": None,
+            "action": "failed",
+            "status": "5.4.4",
+            "diagnostic": None,
+            "remote_mta": None,
+        },
+    ]
+    assert len(edges(sub, "HAS_DELIVERY_STATUS")) == 2
+    assert len(edges(sub, "FINAL_RECIPIENT")) == 2
+    # The reported recipients are not the report's addressees: the transport headers' To is.
+    to = [e for e in edges(sub, "TO")]
+    assert [e.get("toId") or sub["nodes"][e["toRef"]]["id"] for e in to] == [
+        "email:person:alice@example.com"
+    ]
+    assert "Final-Recipient: rfc822; bob@example.org\nAction: failed\n" in sub["canonicalText"]
+
+
+def test_outlook_message_that_is_no_report_has_no_delivery_status(tmp_path: Path) -> None:
+    sub = project(tmp_path, fidelity_corpus.outlook_exchange(), fmt="msg")
+    assert nodes(sub, "DELIVERY_STATUS") == []
 
 
 # -- 3. body parts with a file name ---------------------------------------------------------

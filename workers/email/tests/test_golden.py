@@ -334,6 +334,7 @@ CORPUS: dict[str, Case] = {
     "named-html-body": Case(fidelity_corpus.named_html_body()),
     "addresses": Case(fidelity_corpus.addresses()),
     "outlook-exchange": Case(fidelity_corpus.outlook_exchange(), format="msg"),
+    "outlook-ndr": Case(fidelity_corpus.outlook_ndr(), format="msg"),
     "enclosed-base64": Case(fidelity_corpus.encoded_enclosed("base64")),
     "enclosed-quoted-printable": Case(fidelity_corpus.encoded_enclosed("quoted-printable")),
 }

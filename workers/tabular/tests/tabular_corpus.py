@@ -26,6 +26,7 @@ from workbook_corpus import (
     legacy_xls,
     moved_workbook,
     ods_bytes,
+    xlsb_bytes,
     zstd_bytes,
 )
 
@@ -242,6 +243,10 @@ CORPUS: dict[str, Fixture] = {
     "moved-workbook": Fixture("moved.xlsx", moved_workbook(xlsx_bytes())),
     "legacy-xls": Fixture("legacy.xls", legacy_xls()),
     "ods": Fixture("plan.ods", ods_bytes()),
+    # .xlsb written record by record (workbook_corpus.py): shared and inline strings, an
+    # exact double, a date, a duration, booleans; and the same in the 1904 date system.
+    "xlsb": Fixture("book.xlsb", xlsb_bytes()),
+    "xlsb-1904": Fixture("book-1904.xlsb", xlsb_bytes(date1904=True)),
     # Compressed text, recognized by magic bytes: the same projection as the plain file
     # plus a `compression` fact on the TABLE.
     "csv-gzip": Fixture("basic.csv.gz", gzip_bytes(BASIC_CSV)),

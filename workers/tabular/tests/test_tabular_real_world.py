@@ -128,6 +128,38 @@ def test_legacy_xls_and_ods_read_through_calamine(tmp_path: Path) -> None:
     assert ods == [{"item": "rent", "amount": 0.3010299956639812, "due": "2026-03-04"}]
 
 
+@pytest.mark.parametrize("name", ["xlsb", "xlsb-1904"])
+def test_xlsb_reads_through_calamine(tmp_path: Path, name: str) -> None:
+    subs = project(tmp_path, CORPUS[name])
+    assert column_types(subs) == {
+        "name": "string",
+        "ratio": "float",
+        "when": "datetime",
+        "took": "duration",
+        "ok": "boolean",
+    }
+    # The same dates in both date systems: the 1904 file stores serials 1462 days fewer.
+    assert labelled(subs, "ROW") == [
+        {
+            "name": "Ana",
+            "ratio": 0.3010299956639812,
+            "when": "2026-03-01T00:00:00",
+            "took": "P1DT12H",
+            "ok": True,
+        },
+        {"name": "Bruno", "ratio": 5, "when": "2026-03-02T00:00:00", "took": "PT6H", "ok": False},
+    ]
+    assert "Ana\t0.3010299956639812\t2026-03-01 00:00:00\tP1DT12H\ttrue\n" in text(subs)
+
+
+def test_xlsb_date_system_is_read_from_its_workbook_record(tmp_path: Path) -> None:
+    for date1904 in (False, True):
+        path = tmp_path / f"book-{date1904}.xlsb"
+        path.write_bytes(wb.xlsb_bytes(date1904=date1904))
+        book = prepare_workbook("xlsb", path, tmp_path, max_bytes=1 << 30, max_ratio=1000)
+        assert (book.kind, book.date1904) == ("xlsb", date1904)
+
+
 def test_an_xls_named_xlsx_is_read_by_its_bytes(tmp_path: Path) -> None:
     subs = project(tmp_path, Fixture("misnamed.xlsx", wb.legacy_xls()))
     assert labelled(subs, "ROW")[1]["name"] == "Bo"
@@ -167,7 +199,8 @@ def test_bad_workbooks_and_streams_fail_typed(tmp_path: Path, name: str, error: 
 
 
 @pytest.mark.parametrize(
-    "name", sorted(n for n, f in CORPUS.items() if f.format in ("xlsx", "xls", "ods"))
+    "name",
+    sorted(n for n, f in CORPUS.items() if f.format in ("xlsx", "xlsb", "xls", "ods")),
 )
 def test_one_read_and_two_reads_give_the_same_tables(tmp_path: Path, name: str) -> None:
     """The fast path (the typed read alone, text columns re-read only where a value is

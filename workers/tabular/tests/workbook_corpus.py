@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import gzip
 import io
+import struct
 import tempfile
 import zipfile
 from pathlib import Path
@@ -27,6 +28,7 @@ __all__ = [
     "legacy_xls",
     "moved_workbook",
     "ods_bytes",
+    "xlsb_bytes",
     "zstd_bytes",
 ]
 
@@ -204,3 +206,135 @@ def gzip_bytes(data: bytes) -> bytes:
 
 def zstd_bytes(data: bytes) -> bytes:
     return zstandard.ZstdCompressor(level=3).compress(data)
+
+
+# -- xlsb (BIFF12 records in an OPC package, [MS-XLSB]) -----------------------------------
+# No tool here writes .xlsb, so the records are written by hand: each is its type (7 bits a
+# byte, low byte first, high bit set when a byte follows), its size (the same way, up to four
+# bytes), then its data. A cell's data starts with its column (u32) and its style (u24 + a
+# flags byte); strings are a u32 count of UTF-16LE code units, then the units.
+
+_XLSB_TYPES = {
+    "workbook": "application/vnd.ms-excel.sheet.binary.macroEnabled.main",
+    "worksheet": "application/vnd.ms-excel.worksheet",
+    "styles": "application/vnd.ms-excel.styles",
+    "strings": "application/vnd.ms-excel.sharedStrings",
+}
+_REL = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        out.append(byte | (0x80 if value else 0))
+        if not value:
+            return bytes(out)
+
+
+def _record(kind: int, data: bytes = b"") -> bytes:
+    return _varint(kind) + _varint(len(data)) + data
+
+
+def _wide(text: str) -> bytes:
+    units = text.encode("utf-16-le")
+    return struct.pack("<I", len(units) // 2) + units
+
+
+def _cell(col: int, style: int) -> bytes:
+    return struct.pack("<II", col, style)
+
+
+XLSB_SERIAL = 46082.0
+"""2026-03-01 as a 1900-system serial (the 1904 system counts 1462 days fewer)."""
+
+
+def xlsb_bytes(*, date1904: bool = False) -> bytes:
+    """A one-sheet .xlsb: a header row, then rows of a shared and an inline string, a
+    double calamine's text would round, a date (style 1: built-in format 14), a duration
+    (style 2: built-in format 46, `[h]:mm:ss`) and a boolean."""
+    serial = XLSB_SERIAL - (1462 if date1904 else 0)
+    rows: list[list[tuple[int, bytes]]] = [
+        [(0x06, _wide(name)) for name in ("name", "ratio", "when", "took", "ok")],
+        [
+            (0x07, struct.pack("<I", 0)),  # BrtCellIsst: shared string 0
+            (0x05, struct.pack("<d", 0.3010299956639812)),  # BrtCellReal
+            (0x05, struct.pack("<d", serial)),
+            (0x05, struct.pack("<d", 1.5)),
+            (0x04, b"\x01"),  # BrtCellBool
+        ],
+        [
+            (0x06, _wide("Bruno")),  # BrtCellSt: an inline string
+            (0x05, struct.pack("<d", 5.0)),
+            (0x05, struct.pack("<d", serial + 1)),
+            (0x05, struct.pack("<d", 0.25)),
+            (0x04, b"\x00"),
+        ],
+    ]
+    styles = {2: 1, 3: 2}  # column -> style: when is a date, took a duration
+    sheet = _record(0x81)  # BrtBeginSheet
+    sheet += _record(0x94, struct.pack("<IIII", 0, len(rows) - 1, 0, 4))  # BrtWsDim
+    sheet += _record(0x91)  # BrtBeginSheetData
+    for index, cells in enumerate(rows):
+        sheet += _record(0x00, struct.pack("<I", index) + b"\0" * 13)  # BrtRowHdr
+        for col, (kind, value) in enumerate(cells):
+            style = styles.get(col, 0) if index else 0
+            sheet += _record(kind, _cell(col, style) + value)
+    sheet += _record(0x92) + _record(0x82)  # BrtEndSheetData, BrtEndSheet
+    xf = struct.Struct("<HH12s")  # BrtXF: parent, number format, the rest zero
+    styles_bin = _record(0x0269, struct.pack("<I", 3))  # BrtBeginCellXFs
+    for number_format in (0, 14, 46):
+        styles_bin += _record(0x2F, xf.pack(0xFFFF, number_format, b""))
+    styles_bin += _record(0x026A)  # BrtEndCellXFs
+    strings = _record(0x9F, struct.pack("<II", 1, 1))  # BrtBeginSst: total, unique
+    strings += _record(0x13, b"\0" + _wide("Ana")) + _record(0xA0)  # BrtSSTItem, BrtEndSst
+    book = _record(0x83)  # BrtBeginBook
+    book += _record(0x99, struct.pack("<I", 1 if date1904 else 0) + b"\0" * 8)  # BrtWbProp
+    book += _record(0x8F)  # BrtBeginBundleShs
+    book += _record(0x9C, struct.pack("<II", 0, 1) + _wide("rId1") + _wide("Data"))
+    book += _record(0x90) + _record(0x84)  # BrtEndBundleShs, BrtEndBook
+    overrides = {
+        "/xl/workbook.bin": "workbook",
+        "/xl/worksheets/sheet1.bin": "worksheet",
+        "/xl/styles.bin": "styles",
+        "/xl/sharedStrings.bin": "strings",
+    }
+    content_types = (
+        '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<Types xmlns='
+        '"http://schemas.openxmlformats.org/package/2006/content-types">'
+        '<Default Extension="rels" ContentType='
+        '"application/vnd.openxmlformats-package.relationships+xml"/>'
+        + "".join(
+            f'<Override PartName="{part}" ContentType="{_XLSB_TYPES[kind]}"/>'
+            for part, kind in overrides.items()
+        )
+        + "</Types>"
+    )
+    package_rels = (
+        '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<Relationships xmlns='
+        '"http://schemas.openxmlformats.org/package/2006/relationships">'
+        f'<Relationship Id="rId1" Type="{_REL}/officeDocument" Target="xl/workbook.bin"/>'
+        "</Relationships>"
+    )
+    workbook_rels = (
+        '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<Relationships xmlns='
+        '"http://schemas.openxmlformats.org/package/2006/relationships">'
+        f'<Relationship Id="rId1" Type="{_REL}/worksheet" Target="worksheets/sheet1.bin"/>'
+        f'<Relationship Id="rId2" Type="{_REL}/styles" Target="styles.bin"/>'
+        f'<Relationship Id="rId3" Type="{_REL}/sharedStrings" Target="sharedStrings.bin"/>'
+        "</Relationships>"
+    )
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in (
+            ("[Content_Types].xml", content_types.encode()),
+            ("_rels/.rels", package_rels.encode()),
+            ("xl/workbook.bin", book),
+            ("xl/_rels/workbook.bin.rels", workbook_rels.encode()),
+            ("xl/worksheets/sheet1.bin", sheet),
+            ("xl/styles.bin", styles_bin),
+            ("xl/sharedStrings.bin", strings),
+        ):
+            archive.writestr(zipfile.ZipInfo(name, date_time=(2026, 1, 1, 0, 0, 0)), data)
+    return out.getvalue()

@@ -41,7 +41,8 @@ from .dates import parse_date_header, received_dates
 from .headers import MAX_RECIPIENTS, all_headers, first_header, mailboxes
 from .html_text import html_to_text
 from .identity import is_x500, message_ids_in
-from .model import Mailbox, ParsedAttachment, ParsedMessage
+from .model import DeliveryRecipient, DeliveryReport, Mailbox, ParsedAttachment, ParsedMessage
+from .reports import MAX_REPORT_RECIPIENTS
 
 __all__ = ["OLE_SIGNATURE", "parse_msg"]
 
@@ -135,7 +136,13 @@ def read_msg(msg: Any, *, depth: int) -> ParsedMessage:
         parsed.date, parsed.date_source = submitted, "PR_CLIENT_SUBMIT_TIME"
     budget = [MAX_RECIPIENTS]
     parsed.senders = mailboxes(headers, "from", budget) or _sender(msg, budget)
-    table = _recipient_table(msg, budget)
+    report = _delivery_report(msg)
+    # A report's recipient table lists the recipients it reports on, not its addressees.
+    table = _recipient_table(msg, budget) if report is None else {}
+    if report is not None:
+        parsed.delivery_reports.append(report)
+        if len(msg.recipients) > MAX_REPORT_RECIPIENTS:
+            parsed.defects.append("dsn:recipients_capped")
     if table:
         parsed.to, parsed.cc, parsed.bcc = (table.get(kind, []) for kind in ("to", "cc", "bcc"))
     else:  # no recipient table (a damaged file): the transport headers still list them
@@ -179,6 +186,97 @@ def _recipient_table(msg: Any, budget: list[int]) -> dict[str, list[Mailbox]]:
             name = " ".join(clean_text(recipient.name or "").split())
             table.setdefault(kind, []).append(Mailbox(address=address, name=name))
     return table
+
+
+# A report's message class ends in what happened to the message (MS-OXCMAIL 2.1.3.6.1.1:
+# the action its DSN writes); read receipts (IPNRN, IPNNRN) are not delivery reports.
+_REPORT_ACTIONS = (
+    (".delayed.dr", "delayed"),
+    (".relayed.dr", "relayed"),
+    (".expanded.dr", "expanded"),
+    (".ndr", "failed"),
+    (".dr", "delivered"),
+)
+_SUPPLEMENTARY_STATUS = re.compile(r"#\s*([245]\.\d{1,3}\.\d{1,3})\b")
+
+
+def _report_action(msg: Any) -> str | None:
+    """The action a REPORT.* message class stands for, None for any other class."""
+    kind = (_string(msg, "001A") or "").strip().lower()
+    if not kind.startswith("report."):
+        return None
+    return next((action for suffix, action in _REPORT_ACTIONS if kind.endswith(suffix)), None)
+
+
+def _recipient_string(recipient: Any, prop: str) -> str | None:
+    try:
+        value = recipient.getStringStream(f"__substg1.0_{prop}")
+    except Exception:  # a damaged stream reads as absent
+        return None
+    return " ".join(clean_text(value).split()) or None if isinstance(value, str) else None
+
+
+def _recipient_int(recipient: Any, prop: str) -> int | None:
+    try:
+        value = recipient.props.getValue(prop)
+    except Exception:
+        return None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _report_status(supplementary: str | None, code: int | None) -> str | None:
+    """The enhanced status code: the `#5.1.1` of PR_SUPPLEMENTARY_INFO (MS-OXCMAIL's
+    `<remote-mta #status diagnostic>`), else PR_NDR_STATUS_CODE's three digits (class,
+    subject, detail: 511 -> 5.1.1; a longer code is ambiguous and left out)."""
+    found = _SUPPLEMENTARY_STATUS.search(supplementary or "")
+    if found:
+        return found.group(1)
+    if code is not None and 200 <= code <= 599:
+        digits = str(code)
+        return f"{digits[0]}.{digits[1]}.{digits[2]}"
+    return None
+
+
+def _delivery_report(msg: Any) -> DeliveryReport | None:
+    """An Outlook delivery or non-delivery report (REPORT.IPM.Note.NDR, .DR, ...) as the
+    DeliveryReport its DSN would give: PidTagReportingMessageTransferAgent (0x6820) as the
+    reporting MTA; per recipient of its table, the address as Final-Recipient, the action
+    its class stands for, the status, PidTagSupplementaryInfo (0x0C1B) as the diagnostic
+    and PidTagRemoteMessageTransferAgent (0x0C21). None for a message that is no report."""
+    action = _report_action(msg)
+    if action is None:
+        return None
+    mta = _string(msg, "6820")
+    recipients = []
+    for recipient in list(msg.recipients)[:MAX_REPORT_RECIPIENTS]:
+        address = clean_text(recipient.smtpAddress or recipient.email or "").strip() or None
+        diagnostic = _recipient_string(recipient, "0C1B")
+        status = _report_status(diagnostic, _recipient_int(recipient, "0C200003"))
+        remote = _recipient_string(recipient, "0C21")
+        fields = tuple(
+            (name, value)
+            for name, value in (
+                ("Final-Recipient", f"rfc822; {address}" if address else None),
+                ("Action", action),
+                ("Status", status),
+                ("Remote-MTA", remote),
+                ("Diagnostic-Code", diagnostic),
+            )
+            if value
+        )
+        recipients.append(
+            DeliveryRecipient(
+                fields=fields,
+                final_recipient=address,
+                action=action,
+                status=status,
+                diagnostic=diagnostic,
+                remote_mta=remote,
+            )
+        )
+    fields = (("Reporting-MTA", " ".join(mta.split())),) if mta else ()
+    return DeliveryReport(fields=fields, reporting_mta=fields[0][1] if fields else None,
+                          recipients=tuple(recipients))  # fmt: skip
 
 
 def _body(msg: Any, parsed: ParsedMessage) -> None:

@@ -74,12 +74,48 @@ def locate_workbook(archive: zipfile.ZipFile) -> WorkbookPart | None:
 
 
 def uses_1904_dates(archive: zipfile.ZipFile, workbook: WorkbookPart) -> bool:
-    """Whether an xlsx workbook part says `<workbookPr date1904="1"/>` (any spelling)."""
-    if not workbook.path.endswith(".xml"):
-        return False
+    """Whether the workbook counts dates from 1904: an xlsx workbook part's
+    `<workbookPr date1904="1"/>` (any spelling), an xlsb one's BrtWbProp record."""
     with archive.open(workbook.member) as member:
         head = member.read(_MAX_RELS_BYTES)
+    if workbook.path.endswith(".bin"):
+        return _xlsb_1904(head)
     return _DATE1904.search(head) is not None
+
+
+_BRT_WB_PROP = 0x0099
+_BRT_BEGIN_BUNDLE_SHS = 0x008F
+"""The sheet list, which follows the workbook's properties ([MS-XLSB] 2.1.7.61)."""
+
+
+def _xlsb_1904(data: bytes) -> bool:
+    """The f1904DateSystem bit of the first BrtWbProp in an xlsb workbook part's records
+    (each: a type and a size in 7-bit groups, then the data); False without one."""
+    at = 0
+    while at < len(data):
+        kind, at = _varint(data, at, 2)
+        size, at = _varint(data, at, 4)
+        if kind == _BRT_WB_PROP:
+            return at < len(data) and size > 0 and bool(data[at] & 1)
+        if kind == _BRT_BEGIN_BUNDLE_SHS or kind < 0 or size < 0:
+            return False
+        at += size
+    return False
+
+
+def _varint(data: bytes, at: int, most: int) -> tuple[int, int]:
+    """A record header field of up to `most` bytes from `at`: (value, next position);
+    (-1, end) when the data ends inside it."""
+    value = 0
+    for shift in range(most):
+        if at >= len(data):
+            return -1, len(data)
+        byte = data[at]
+        at += 1
+        value |= (byte & 0x7F) << (7 * shift)
+        if not byte & 0x80:
+            break
+    return value, at
 
 
 def _renamed(member: str, workbook: WorkbookPart) -> str:

@@ -151,34 +151,54 @@ def _pass_one(
     # than once per rule (the optimizer does not share it: twice the time). Spare columns
     # are only ever blank or not: one regex over all of them (`spare:filled`).
     columns = [positional(i) for i in range(width)]
-    stripped = [c for c in columns if native_type(schema[c]) is None]
+    known = {positional(i) for i in source.known if i < width}
+    stripped = [c for c in columns if native_type(schema[c]) is None and c not in known]
     steps = [_cell(c).alias(f"{c}:cell") for c in stripped]
     aggregates = [pl.len().alias("rows")]
     if spare:
         steps.append(_filled(spare).alias("spare:filled"))
         aggregates.append(pl.col("spare:filled").sum().alias("ragged"))
     if textual:
-        filled = [
-            (pl.col(f"{c}:cell") != "").fill_null(False) if c in stripped else _filled([c])
-            for c in columns
-        ]
+        filled = [_filled_cell(c, stripped, known) for c in columns]
         if spare:
             filled.append(pl.col("spare:filled"))
         aggregates.append((~pl.any_horizontal(filled)).sum().alias("blank"))
     for column in columns:
-        if column not in stripped:
-            aggregates.append(pl.col(column).is_null().sum().alias(f"{column}:nulls"))
-            if schema[column].is_float():
-                aggregates.append((~pl.col(column).is_finite()).sum().alias(f"{column}:dirty"))
-            continue
-        cell = pl.col(f"{column}:cell")
-        aggregates.append((cell != "").sum().alias(f"{column}:present"))
-        aggregates.append(cell.str.contains(LEADING_ZERO).sum().alias(f"{column}:zeros"))
-        for kind in INFERRED_ORDER:
-            aggregates.append(
-                cell.str.contains(PATTERNS[kind]).sum().alias(f"{column}:{kind.value}")
-            )
-    return _summed(source, lambda frame: frame.with_columns(steps).select(aggregates))
+        if column not in known:
+            aggregates += _column_counts(column, schema[column], column in stripped)
+    first = _summed(source, lambda frame: frame.with_columns(steps).select(aggregates))
+    for index, counts in source.known.items():
+        if index < width:
+            first.update({f"{positional(index)}:{key}": n for key, n in counts.items()})
+    return first
+
+
+def _column_counts(column: str, dtype: pl.DataType, stripped: bool) -> list[pl.Expr]:
+    """Pass one's counts of a column: nulls (and non-finite floats) for a native dtype;
+    else the non-empty cells, those with a leading zero, and each type's pattern matches."""
+    if not stripped:
+        counts = [pl.col(column).is_null().sum().alias(f"{column}:nulls")]
+        if dtype.is_float():
+            counts.append((~pl.col(column).is_finite()).sum().alias(f"{column}:dirty"))
+        return counts
+    cell = pl.col(f"{column}:cell")
+    return [
+        (cell != "").sum().alias(f"{column}:present"),
+        cell.str.contains(LEADING_ZERO).sum().alias(f"{column}:zeros"),
+        *(
+            cell.str.contains(PATTERNS[kind]).sum().alias(f"{column}:{kind.value}")
+            for kind in INFERRED_ORDER
+        ),
+    ]
+
+
+def _filled_cell(column: str, stripped: list[str], known: set[str]) -> pl.Expr:
+    """Whether the row's cell in `column` is not blank, for pass one's blank rows."""
+    if column in stripped:
+        return (pl.col(f"{column}:cell") != "").fill_null(False)
+    if column in known:  # text written from typed values: never blank but empty
+        return (pl.col(column) != "").fill_null(False)
+    return _filled([column])
 
 
 def _pick_type(column: str, dtype: pl.DataType, first: dict[str, Any]) -> tuple[ColumnType, float]:
@@ -201,9 +221,14 @@ def _pass_two(source: TableSource, kinds: list[tuple[ColumnType, float]]) -> dic
     dates: list[str] = []
     aggregates: list[pl.Expr] = []
     schema = source.frame.collect_schema()
+    known: dict[str, Any] = {}
     for index, (kind, _) in enumerate(kinds):
         column = positional(index)
         if native_type(schema[column]) is not None or kind is ColumnType.STRING:
+            continue
+        counted = source.known.get(index, {}).get(f"valid:{kind.value}")
+        if counted is not None:
+            known[f"{column}:valid"] = counted
             continue
         stripped.append(column)
         if kind is ColumnType.DATE:
@@ -219,7 +244,7 @@ def _pass_two(source: TableSource, kinds: list[tuple[ColumnType, float]]) -> dic
             valid = typed_value(pl.col(f"{column}:cell"), kind).is_not_null().sum()
             aggregates.append(valid.alias(f"{column}:valid"))
     if not aggregates:
-        return {}
+        return known
 
     def query(frame: pl.LazyFrame) -> pl.LazyFrame:
         frame = frame.with_columns(_cell(c).alias(f"{c}:cell") for c in stripped)
@@ -227,7 +252,7 @@ def _pass_two(source: TableSource, kinds: list[tuple[ColumnType, float]]) -> dic
             frame = with_readings(frame, pl.col(f"{column}:cell"), f"{column}:")
         return frame.select(aggregates)
 
-    return _summed(source, query)
+    return {**_summed(source, query), **known}
 
 
 def _column_profile(

@@ -104,14 +104,17 @@ def _one_read(
         return None
     typed = typed.rename({old: f"t{i}" for i, old in enumerate(typed.columns)})
     dtypes = list(typed.schema.values())
+    plain = _plain_datetimes(typed, dtypes, date1904)
     data = typed.select(
-        _as_text(f"t{i}", dtype, date1904).alias(positional(i)) for i, dtype in enumerate(dtypes)
+        _as_text(f"t{i}", dtype, date1904, plain=i in plain).alias(positional(i))
+        for i, dtype in enumerate(dtypes)
     )
     hidden = [
         i
         for i, dtype in enumerate(dtypes)
         if dtype not in (pl.String, pl.Null) and typed[f"t{i}"].null_count()
     ]
+    texts: list[int] = []
     if hidden:
         try:
             shown = reader.load_sheet(
@@ -121,13 +124,88 @@ def _one_read(
             return None
         if shown.shape != (data.height, len(hidden)):
             return None
+        # Columns where a text cell fills a cell the values left empty (a text cell in a
+        # number column, an infinity): their text is not the values' alone.
+        filled = shown.select(
+            (data[positional(i)].is_null() & (pl.col(c).fill_null("") != "")).any()
+            for i, c in zip(hidden, shown.columns, strict=True)
+        ).row(0)
+        texts = [i for i, text in zip(hidden, filled, strict=True) if text]
         data = data.with_columns(
             pl.coalesce(pl.col(positional(i)), shown.to_series(at)).alias(positional(i))
             for at, i in enumerate(hidden)
         )
     mixed = [i for i, dtype in enumerate(dtypes) if dtype == pl.String]
     data = _early_dates(_exact_mixed(reader, index, data, mixed), mixed, date1904)
-    return _table(name, header, data.with_columns(pl.all().fill_null("")))
+    known = _known_counts(typed, dtypes, texts, date1904)
+    return _table(name, header, data.with_columns(pl.all().fill_null("")), known)
+
+
+def _count_exprs(value: pl.Expr, dtype: pl.DataType, date1904: bool) -> dict[str, pl.Expr]:
+    """Per count of `_known_counts`, the cells it counts ({} for a dtype it cannot)."""
+    present = value.is_not_null()
+    if dtype == pl.Float64:
+        finite = value.is_finite().fill_null(False)
+        integral = finite & (value == value.round(0)) & (value.abs() <= _MAX_EXACT_INT)
+        return {"present": finite, "integer": integral, "float": finite}
+    if dtype == pl.Boolean:
+        return {"present": present, "boolean": present}
+    if isinstance(dtype, pl.Datetime):
+        early = since_epoch(value, date1904).is_not_null()
+        year = value.dt.year()
+        return {
+            "present": present,
+            "datetime": present & ~early,
+            "duration": early,
+            "odd_year": present & ((year < 1000) | (year > 9999)),
+        }
+    if isinstance(dtype, pl.Duration):
+        return {"present": present, "duration": present}
+    return {}
+
+
+_KINDS = ("boolean", "integer", "float", "date", "datetime", "duration")
+"""The inferred types' names (celltypes.INFERRED_ORDER), each a count the profile needs."""
+
+
+def _known_counts(
+    typed: pl.DataFrame, dtypes: list[pl.DataType], texts: list[int], date1904: bool
+) -> dict[int, dict[str, int]]:
+    """The profile's counts of the typed columns whose text `_as_text` writes from the
+    values alone (every cell a value or empty), computed from the values: what the
+    pattern and parse passes would count over that text, without the regexes.
+
+    - a number: present when finite; `integer` (and integer-valid) when integral up to
+      2^53 (written without a fraction), every one `float` and float-valid (the shortest
+      round-trip text always reads back); never a leading zero (`0.5`, `0`);
+    - a boolean (`true`/`false`): `boolean`;
+    - a date-time: `datetime` (`yyyy-mm-dd hh:mm:ss[.mmm]`, parseable), or `duration` for
+      one in the epoch's first days (written as ISO 8601); only when every year has four
+      digits, as the datetime pattern wants (else the passes count the text);
+    - a duration: `duration`.
+    """
+    exprs = {
+        i: counts
+        for i, dtype in enumerate(dtypes)
+        if i not in texts and (counts := _count_exprs(pl.col(f"t{i}"), dtype, date1904))
+    }
+    if not exprs:
+        return {}
+    sums = typed.select(
+        expr.sum().alias(f"{i}:{key}")
+        for i, counts in exprs.items()
+        for key, expr in counts.items()
+    ).row(0, named=True)
+    known: dict[int, dict[str, int]] = {}
+    for i, counts in exprs.items():
+        found = {key: int(sums[f"{i}:{key}"] or 0) for key in counts}
+        if found.pop("odd_year", 0):
+            continue
+        column = {"zeros": 0, **{kind: found.get(kind, 0) for kind in _KINDS}}
+        column["present"] = found["present"]
+        column.update({f"valid:{kind}": found.get(kind, 0) for kind in _KINDS if kind != "date"})
+        known[i] = column
+    return known
 
 
 def _names_unreliable(names: list[str], origins: list[str]) -> bool:
@@ -137,14 +215,35 @@ def _names_unreliable(names: list[str], origins: list[str]) -> bool:
     return any(_DEDUPED.sub("", name) in taken - {name} for name in names)
 
 
-def _as_text(column: str, dtype: pl.DataType, date1904: bool) -> pl.Expr:
+def _plain_datetimes(typed: pl.DataFrame, dtypes: list[pl.DataType], date1904: bool) -> set[int]:
+    """The date-time columns with no millisecond and no cell in the epoch's first days:
+    their text is the date-time alone, without the fraction and duration expressions."""
+    moments = [i for i, dtype in enumerate(dtypes) if isinstance(dtype, pl.Datetime)]
+    if not moments:
+        return set()
+    found = typed.select(
+        (
+            (pl.col(f"t{i}").dt.millisecond() > 0)
+            | since_epoch(pl.col(f"t{i}"), date1904).is_not_null()
+        )
+        .any()
+        .alias(str(i))
+        for i in moments
+    ).row(0)
+    return {i for i, fancy in zip(moments, found, strict=True) if not fancy}
+
+
+def _as_text(column: str, dtype: pl.DataType, date1904: bool, *, plain: bool = False) -> pl.Expr:
     """A typed column as its cells' text: calamine's rendering (dates as
-    `yyyy-mm-dd hh:mm:ss[.mmm]`, booleans `true`/`false`), numbers and durations exact."""
+    `yyyy-mm-dd hh:mm:ss[.mmm]`, booleans `true`/`false`), numbers and durations exact.
+    `plain`: a date-time column known to hold neither milliseconds nor early days."""
     value = pl.col(column)
     if dtype == pl.Float64:
         return exact_number_text(value)
     if isinstance(dtype, pl.Duration):
         return iso_duration(value)
+    if isinstance(dtype, pl.Datetime) and plain:
+        return value.dt.to_string("%Y-%m-%d %H:%M:%S")
     if isinstance(dtype, pl.Datetime):
         millis = value.dt.millisecond()
         fraction = pl.when(millis > 0).then(
@@ -175,13 +274,20 @@ def _open_failure(fmt: str, err: Exception) -> Exception:
     return InvalidInput(f"{fmt}: cannot open the workbook: {err}")
 
 
-def _table(name: str, header: list[str], data: pl.DataFrame) -> TableSource:
+def _table(
+    name: str,
+    header: list[str],
+    data: pl.DataFrame,
+    known: dict[int, dict[str, int]] | None = None,
+) -> TableSource:
     """A sheet's table: its rows held once, handed out in slices like a csv's blocks."""
 
     def blocks() -> Iterator[pl.DataFrame]:
         yield from data.iter_slices(_BLOCK_ROWS)
 
-    return TableSource(name, header, pl.LazyFrame(schema=data.schema), blocks=blocks)
+    return TableSource(
+        name, header, pl.LazyFrame(schema=data.schema), blocks=blocks, known=known or {}
+    )
 
 
 def _sheet(

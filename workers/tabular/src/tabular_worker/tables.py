@@ -3,7 +3,7 @@ positional frame column names every later step uses."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 import polars as pl
@@ -33,6 +33,11 @@ class TableSource:
     """What reading found out (encoding, delimiter, replacements) for the TABLE node."""
     blocks: Callable[[], Iterator[pl.DataFrame]] | None = None
     """csv/tsv: the data rows again from the start, one bounded frame per block."""
+    known: Mapping[int, Mapping[str, int]] = field(default_factory=dict)
+    """Profile counts already known for some columns, by column index (a workbook's
+    typed columns, whose text is written from the values): the keys of the profile's
+    passes (`present`, `zeros`, one per inferred type's pattern, and `valid:<type>`),
+    so those columns skip the pattern and parse passes (profile.py)."""
 
     def parts(self) -> Iterator[pl.LazyFrame]:
         """The data rows in file order: `frame` itself, or each block's frame."""
