@@ -35,7 +35,7 @@ def _storm(work: Path, args: argparse.Namespace, rng: random.Random, tag: str) -
     record.mkdir(parents=True)
     core = Core(
         work / "core",
-        {"faulty": storm.fault_pool(record)},
+        storm.fault_pools(record),
         run_tag=tag,
         jobs={"max_attempts": storm.MAX_ATTEMPTS},
     )

@@ -90,6 +90,10 @@ def _toml(value: Any) -> str:
 class Core:
     """One data dir, one config, successive `telha serve` processes (generations)."""
 
+    http_listen_known = True
+    """Whether this binary knows `[server].http_listen` (the ops endpoint, DESIGN.md §7):
+    when it does, it is turned off, so parallel cores never contend for its port."""
+
     def __init__(
         self,
         workdir: Path,
@@ -132,7 +136,7 @@ class Core:
             'listen = "127.0.0.1:0"',
             f"data_dir = {_toml(str(self.data_dir))}",
             "shutdown_grace_secs = 5",
-            'http_listen = ""',
+            *(['http_listen = ""'] if Core.http_listen_known else []),
             "",
             "[jobs]",
             *(f"{k} = {_toml(v)}" for k, v in self.jobs.items()),
@@ -186,6 +190,11 @@ class Core:
         deadline = time.monotonic() + timeout
         while not addr_file.exists():
             if self.process.poll() is not None:
+                if Core.http_listen_known and "unknown field `http_listen`" in self.tail():
+                    Core.http_listen_known = False
+                    self.generation -= 1
+                    self.start(timeout)
+                    return
                 raise RuntimeError(f"telha serve exited {self.process.returncode}: {self.tail()}")
             if time.monotonic() > deadline:
                 raise RuntimeError(f"telha serve did not bind in {timeout}s: {self.tail()}")
@@ -327,7 +336,7 @@ class Core:
         return job
 
     def wait_finished(
-        self, ids: Sequence[str], timeout: float, format: str = ""
+        self, ids: Sequence[str], timeout: float, formats: Sequence[str] = ("",)
     ) -> dict[str, telha_pb2.Job]:
         """Polls until every job is succeeded/dead/cancelled or `timeout` passes."""
         final = {"succeeded", "dead", "cancelled"}
@@ -335,7 +344,7 @@ class Core:
         done: dict[str, telha_pb2.Job] = {}
         deadline = time.monotonic() + timeout
         while pending and time.monotonic() < deadline:
-            for job in self.all_jobs(format=format):
+            for job in (j for f in formats for j in self.all_jobs(format=f)):
                 if job.id in pending and job.state in final:
                     done[job.id] = job
                     pending.discard(job.id)

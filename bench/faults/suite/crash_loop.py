@@ -39,6 +39,7 @@ class Client:
     failed: int = 0
     failed_inputs: int = 0
     retries: int = 0
+    errors: Counter[str] = field(default_factory=Counter)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -68,10 +69,19 @@ def _ingest_stream(
             if done.returncode != 0 or not out:
                 client.failed += 1
                 client.failed_inputs += len(paths)
+                client.errors[_first_error(done.stderr)] += 1
+                time.sleep(0.1)
                 continue
             docs = inputs.as_list(out)
             for doc in docs:
                 client.acknowledged[str(doc["id"])] = str(doc["name"])
+
+
+def _first_error(stderr: bytes) -> str:
+    """The CLI's error line without its variable parts (paths, addresses)."""
+    lines = [line for line in stderr.decode(errors="replace").splitlines() if "rror" in line]
+    line = (lines or [stderr.decode(errors="replace").strip() or "no output"])[-1]
+    return line.split(": ")[-1][:120]
 
 
 @dataclass
@@ -221,6 +231,7 @@ def _figures(
         "cli_invocations": client.invocations,
         "cli_failed_invocations": client.failed,
         "cli_retries_on_unavailable": client.retries,
+        "cli_errors": dict(client.errors.most_common(4)),
         "jobs_no_client_was_told_of": extra,
         "inputs_of_failed_invocations": client.failed_inputs,
         "keyed_submissions": len(idem.ids),

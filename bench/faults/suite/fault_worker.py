@@ -1,6 +1,7 @@
 """A misbehaving worker on the real harness: `python fault_worker.py` (TELHA_* environment).
 
-It serves format `faulty`; the job's option `mode` says how it ends:
+It serves formats `faulty` and `faulty-cpu` (one handler); the job's option `mode` says
+how it ends:
 
     ok            projects the text like the example worker
     memory        allocates until MemoryError under RLIMIT_AS (harness exit 86)      -> oom
@@ -137,7 +138,7 @@ def handle(job: Job) -> bytes:
 
 
 def main() -> int:
-    return WorkerConsumer({"faulty": handle}).run()
+    return WorkerConsumer({"faulty": handle, "faulty-cpu": handle}).run()
 
 
 if __name__ == "__main__":

@@ -27,7 +27,7 @@ def _pending(core: Core, fmt: str) -> int:
 def run(work: Path, count: int, storm_jobs: int, rng: random.Random, tag: str) -> dict[str, Any]:
     record = work / "records"
     record.mkdir(parents=True)
-    pools = {"text": real_pools(workers=2)["text"], "faulty": storm.fault_pool(record, workers=2)}
+    pools = {"text": real_pools(workers=2)["text"], **storm.fault_pools(record, workers=2)}
     core = Core(work / "core", pools, run_tag=tag, jobs={"max_attempts": storm.MAX_ATTEMPTS})
     core.start()
     try:

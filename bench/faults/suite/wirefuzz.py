@@ -82,6 +82,48 @@ def _sent(case: Case) -> dict[str, Any]:
     }
 
 
+def _diff(a: Any, b: Any, path: str = "") -> str:
+    """Where two JSON values first differ (empty when `_same`)."""
+    if isinstance(a, dict) and isinstance(b, dict) and a.keys() == b.keys():
+        return next((d for k in a if (d := _diff(a[k], b[k], f"{path}.{k}"))), "")
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple) and len(a) == len(b):
+        return next(
+            (
+                d
+                for i, (x, y) in enumerate(zip(a, b, strict=True))
+                if (d := _diff(x, y, f"{path}[{i}]"))
+            ),
+            "",
+        )
+    return "" if _same(a, b) else f"{path}: read {str(a)[:60]!r}, sent {str(b)[:60]!r}"
+
+
+def _floats(v: Any) -> Any:
+    """`v` with every integer past 64 bits (and every -0) as the float64 serde_json makes
+    of it: KNOWN_CHANGE, told apart from any other change."""
+    if isinstance(v, bool):
+        return v
+    if isinstance(v, int) and not -(2**63) <= v < 2**64:
+        return float(v)
+    if isinstance(v, float) and v == 0:
+        return 0.0
+    if isinstance(v, int) and v == 0:
+        return 0.0
+    if isinstance(v, dict):
+        return {k: _floats(x) for k, x in v.items()}
+    if isinstance(v, list | tuple):
+        return [_floats(x) for x in v]
+    return v
+
+
+KNOWN_CHANGE = (
+    "known defect: node properties' integers past 64 bits are kept as the nearest float64 "
+    "(18446744073709551617 reads back 1.8446744073709552e19) and -0 as -0.0; "
+    "graph::apply::Encoded::of parses them with serde_json without arbitrary precision, "
+    "though its doc says such values are refused"
+)
+
+
 def _same(a: Any, b: Any) -> bool:
     """Equal as JSON values, with the type of numbers kept (1e19 is not 2**64 + 1)."""
     if isinstance(a, bool) or isinstance(b, bool):
@@ -102,6 +144,7 @@ class Tally:
         self.accepted_valid = 0
         self.refused_valid: list[str] = []
         self.accepted_but_changed: list[str] = []
+        self.changed_known: list[str] = []
         self.accepted_malformed: list[str] = []
         self.refusal_untyped: list[str] = []
         self.rpc_errors: Counter[str] = Counter()
@@ -156,7 +199,9 @@ def _deliver(
         except grpc.RpcError as e:
             tally.rpc_errors[str(e.code())] += 1
             return True, answers
-        tally.timings.append((len(body), time.perf_counter() - started))
+        if len(case.bodies) == 1:
+            # Sequences wait for their gaps by design (partial_wait_secs): not a cost.
+            tally.timings.append((len(body), time.perf_counter() - started))
         answers.append((resp.accepted, resp.reason))
         if not resp.accepted:
             break
@@ -175,8 +220,12 @@ def _judge(
     all_accepted = len(answers) == len(case.bodies) and all(a for a, _ in answers)
     if case.valid and state.state == "succeeded":
         tally.accepted_valid += 1
-        if not _same(_project_back(core, state.id), _sent(case)):
-            tally.accepted_but_changed.append(label)
+        read, sent = _project_back(core, state.id), _sent(case)
+        diff = _diff(read, sent)
+        if diff and not _diff(_floats(read), _floats(sent)):
+            tally.changed_known.append(f"{label} {diff}")
+        elif diff:
+            tally.accepted_but_changed.append(f"{label} {diff}")
         return
     if case.valid:
         reason = state.failures[-1].reason[:160] if state.failures else ""
@@ -253,6 +302,9 @@ def run(work: Path, count: int, rng: random.Random, tag: str, *, smoke: bool) ->
         "accepted_valid": tally.accepted_valid,
         "accepted_but_changed": len(tally.accepted_but_changed),
         "accepted_but_changed_examples": tally.accepted_but_changed[:5],
+        "accepted_but_changed_known": len(tally.changed_known),
+        "accepted_but_changed_known_examples": tally.changed_known[:3],
+        "accepted_but_changed_known_why": KNOWN_CHANGE if tally.changed_known else "",
         "accepted_malformed": len(tally.accepted_malformed),
         "accepted_malformed_examples": tally.accepted_malformed[:5],
         "refused_valid": len(tally.refused_valid),
