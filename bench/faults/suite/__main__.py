@@ -61,8 +61,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="also write all figures to this file")
     args = parser.parse_args(argv)
     if args.smoke:
-        args.rounds, args.storm_jobs, args.wire_cases = 3, 40, 300
-        args.hostile_per_format, args.load_jobs = 3, 300
+        args.rounds, args.storm_jobs, args.wire_cases = 3, len(storm.CASES), 120
+        args.hostile_per_format, args.load_jobs = 2, 300
     setup_logging()
     parts = [p for p in args.parts.split(",") if p]
     unknown = set(parts) - set(PARTS)
@@ -74,8 +74,10 @@ def main(argv: list[str] | None = None) -> int:
         "crash": lambda w, r, t: crash_loop.run(w, args.rounds, r, t),
         "storm": lambda w, r, t: _storm(w, args, r, t),
         "wire": lambda w, r, t: wirefuzz.run(w, args.wire_cases, r, t, smoke=args.smoke),
-        "hostile": lambda w, r, t: hostile.run(w, args.hostile_per_format, r, t),
-        "load": lambda w, r, t: load.run(w, args.load_jobs, args.storm_jobs, r, t),
+        "hostile": lambda w, r, t: hostile.run(w, args.hostile_per_format, r, t, smoke=args.smoke),
+        "load": lambda w, r, t: load.run(
+            w, args.load_jobs, 10 if args.smoke else args.storm_jobs, r, t
+        ),
     }
     figures: dict[str, Any] = {}
     missed: list[str] = []
