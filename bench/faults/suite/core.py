@@ -108,7 +108,9 @@ class Core:
         self.run_tag = run_tag
         self.jobs = {
             "max_attempts": 3,
-            "lease_secs": 30,
+            # Over workers_common's 60 s heartbeat interval (a shorter lease expires under
+            # any job longer than itself: a CPU spin on a loaded machine did).
+            "lease_secs": 180,
             "backoff_base_ms": 50,
             "backoff_max_ms": 200,
             **(jobs or {}),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import random
+import re
 import subprocess
 import threading
 import time
@@ -81,7 +82,7 @@ def _first_error(stderr: bytes) -> str:
     """The CLI's error line without its variable parts (paths, addresses)."""
     lines = [line for line in stderr.decode(errors="replace").splitlines() if "rror" in line]
     line = (lines or [stderr.decode(errors="replace").strip() or "no output"])[-1]
-    return line.split(": ")[-1][:120]
+    return re.sub(r"/\S+", "<path>", line.split(": ")[-1])[:120]
 
 
 @dataclass

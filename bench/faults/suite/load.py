@@ -57,8 +57,14 @@ def _run(
         ids = list(pool.map(submit, range(count), chunksize=64))
     submitted = time.monotonic() - started
     deadline = time.monotonic() + 600 + count / 20
-    while _pending(core, "txt") and time.monotonic() < deadline:
-        peak = max(peak, core.rss_mib())
+    # The core's RSS when a quarter, half, three quarters of the jobs are done: flat or not.
+    marks: dict[str, float] = {}
+    while (left := _pending(core, "txt")) and time.monotonic() < deadline:
+        rss = core.rss_mib()
+        peak = max(peak, rss)
+        for q in (25, 50, 75):
+            if left <= count * (100 - q) / 100:
+                marks.setdefault(f"{q}%", round(rss, 1))
         time.sleep(0.5)
     drained = time.monotonic() - started
     storm_thread.join(timeout=1200)
@@ -77,6 +83,7 @@ def _run(
         "load_jobs_not_succeeded": bad,
         "core_rss_mib_before": round(rss_before, 1),
         "core_rss_mib_peak": round(peak, 1),
+        "core_rss_mib_at_done": marks,
         "core_rss_mib_after": round(rss_after, 1),
         "storm": storm_result[0].figures() if storm_result else {"unfinished": storm_jobs},
     }
