@@ -154,10 +154,11 @@ def pools(smoke: bool) -> dict[str, Pool]:
     if smoke:
         return base
     base["tabular"].formats = ["csv", "tsv", "xlsx", "parquet"]
+    # The shipped supervisor.toml's timeouts and limits for these two.
     base["docling"] = Pool(
-        ["pdf", "docx", "html", "md", "docling"], worker_module("docling_worker"), 1, 120, 3072, 120
+        ["pdf", "docx", "html", "md", "docling"], worker_module("docling_worker"), 1, 600, 3072, 600
     )
-    base["code"] = Pool(["code", "code-archive"], worker_module("code_worker"), 1, 120, 2048, 120)
+    base["code"] = Pool(["code", "code-archive"], worker_module("code_worker"), 1, 600, 2048, 600)
     return base
 
 

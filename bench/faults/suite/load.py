@@ -24,6 +24,10 @@ def _pending(core: Core, fmt: str) -> int:
     return sum(q.count for q in status.queue if q.format == fmt and q.state in ACTIVE)
 
 
+def _succeeded(core: Core, fmt: str) -> int:
+    return sum(q.count for q in core.status().queue if q.format == fmt and q.state == "succeeded")
+
+
 def run(work: Path, count: int, storm_jobs: int, rng: random.Random, tag: str) -> dict[str, Any]:
     record = work / "records"
     record.mkdir(parents=True)
@@ -53,20 +57,31 @@ def _run(
     def submit(i: int) -> str:
         return core.submit(bodies[i % 50], format="txt", name=f"load-{i}.txt").id
 
+    # The core's RSS each second beside the jobs done so far: flat or not.
+    samples: list[tuple[int, float]] = []
+    sampling = threading.Event()
+
+    def sample() -> None:
+        while not sampling.wait(1.0):
+            samples.append((_succeeded(core, "txt"), core.rss_mib()))
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
     with ThreadPoolExecutor(4) as pool:
         ids = list(pool.map(submit, range(count), chunksize=64))
     submitted = time.monotonic() - started
     deadline = time.monotonic() + 600 + count / 20
-    # The core's RSS when a quarter, half, three quarters of the jobs are done: flat or not.
-    marks: dict[str, float] = {}
-    while (left := _pending(core, "txt")) and time.monotonic() < deadline:
-        rss = core.rss_mib()
-        peak = max(peak, rss)
-        for q in (25, 50, 75):
-            if left <= count * (100 - q) / 100:
-                marks.setdefault(f"{q}%", round(rss, 1))
+    while _pending(core, "txt") and time.monotonic() < deadline:
         time.sleep(0.5)
     drained = time.monotonic() - started
+    sampling.set()
+    sampler.join()
+    samples.append((_succeeded(core, "txt"), core.rss_mib()))
+    peak = max([peak, *(rss for _, rss in samples)])
+    marks = {
+        f"{q}%": next((round(rss, 1) for done, rss in samples if done >= count * q / 100), None)
+        for q in (25, 50, 75, 100)
+    }
     storm_thread.join(timeout=1200)
     rss_after = core.rss_mib()
     jobs = {j.id: j for j in core.all_jobs(format="txt")}
