@@ -24,6 +24,20 @@ def _pending(core: Core, fmt: str) -> int:
     return sum(q.count for q in status.queue if q.format == fmt and q.state in ACTIVE)
 
 
+def _baseline(core: Core, bodies: list[bytes], n: int) -> float:
+    """Jobs/s of `n` jobs submitted and drained the same way, before the storm starts."""
+    started = time.monotonic()
+    with ThreadPoolExecutor(4) as pool:
+        list(
+            pool.map(
+                lambda i: core.submit(bodies[i % 50], format="txt", name=f"base-{i}.txt"), range(n)
+            )
+        )
+    while _pending(core, "txt"):
+        time.sleep(0.2)
+    return round(n / (time.monotonic() - started), 1)
+
+
 def _succeeded(core: Core, fmt: str) -> int:
     return sum(q.count for q in core.status().queue if q.format == fmt and q.state == "succeeded")
 
@@ -45,12 +59,14 @@ def _run(
 ) -> dict[str, Any]:
     time.sleep(2)  # the pools' first workers connect
     rss_before = core.rss_mib()
+    bodies = [inputs.text(i % 50) for i in range(50)]
+    base_n = max(50, count // 20)
+    baseline = _baseline(core, bodies, base_n)
     storm_result: list[storm.StormResult] = []
     storm_thread = threading.Thread(
         target=lambda: storm_result.append(storm.run(core, storm_jobs, record, rng)), daemon=True
     )
     storm_thread.start()
-    bodies = [inputs.text(i % 50) for i in range(50)]
     started = time.monotonic()
     peak = rss_before
 
@@ -63,7 +79,7 @@ def _run(
 
     def sample() -> None:
         while not sampling.wait(1.0):
-            samples.append((_succeeded(core, "txt"), core.rss_mib()))
+            samples.append((_succeeded(core, "txt") - base_n, core.rss_mib()))
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
@@ -76,7 +92,7 @@ def _run(
     drained = time.monotonic() - started
     sampling.set()
     sampler.join()
-    samples.append((_succeeded(core, "txt"), core.rss_mib()))
+    samples.append((_succeeded(core, "txt") - base_n, core.rss_mib()))
     peak = max([peak, *(rss for _, rss in samples)])
     marks = {
         f"{q}%": next((round(rss, 1) for done, rss in samples if done >= count * q / 100), None)
@@ -92,6 +108,7 @@ def _run(
         "load_jobs": count,
         "submit_jobs_per_s": round(count / max(submitted, 1e-9), 1),
         "through_jobs_per_s": round(count / max(drained, 1e-9), 1),
+        "baseline_without_storm_jobs_per_s": baseline,
         "drain_seconds": round(drained, 1),
         "lost": lost,
         "stuck": stuck,
