@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Lints, type-checks and tests every worker package from the repo root's .venv
+# Lints, type-checks and tests every worker package (and lints the fault suite, bench/faults) from the repo root's .venv
 # (run workers/setup-venv.sh first). Extra arguments go to pytest, e.g. `-k builder`.
 set -euo pipefail
 
@@ -8,8 +8,8 @@ cd "$root"
 bin=.venv/bin
 [[ -x $bin/python ]] || { echo "run-tests: no .venv; run workers/setup-venv.sh" >&2; exit 1; }
 
-$bin/ruff check workers
-$bin/ruff format --check workers
-$bin/mypy workers/*/src workers/*/tests
+$bin/ruff check workers bench/faults
+$bin/ruff format --check workers bench/faults
+$bin/mypy workers/*/src workers/*/tests bench/faults
 $bin/python workers/gen_stubs.py --check
 $bin/pytest "$@"
