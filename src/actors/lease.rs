@@ -102,6 +102,7 @@ impl Leases {
                 let attempt = granted.lease.attempt;
                 let _ = self.track(id, attempt, granted.lease.deadline).await;
                 let _ = self.events.send(CoreEvent::Granted { worker: worker.clone(), job: id, attempt, at });
+                let _ = self.events.send(CoreEvent::Leased { job: id, format: granted.job.format.clone(), attempt, waited_us: (attempt == 1).then(|| granted.lease.granted_at - granted.job.created_at) });
                 let content_path = if granted.job.url.is_empty() { self.store.blob_path(&granted.job.blob) } else { None };
                 if tx.send(super::queue::Delivery { granted, content_path }).await.is_err() {
                     // The stream went away before the job reached it: give it back unharmed.
@@ -136,17 +137,26 @@ impl Leases {
     /// Accepts a validated submission; a final one makes the projection visible and
     /// hands the child jobs it created to the queue.
     pub async fn submit(&self, sub: Staged) -> Result<SubmitOutcome, StoreError> {
-        let (id, policy) = (sub.job_id, self.policy.clone());
+        let (id, policy, bytes, attempt) = (sub.job_id, self.policy.clone(), sub.result_json.len(), sub.attempt);
         let outcome = self.store.write(move |t| submit::submit(t, sub, &policy, now_us())).await?;
+        if let SubmitOutcome::Accepted { finished, node_ids, .. } = &outcome {
+            let _ = self.events.send(CoreEvent::Submitted { job: id, partial: !finished, bytes, nodes: node_ids.len() });
+        }
         match &outcome {
             SubmitOutcome::Accepted { finished: true, enqueued, holder, .. } => {
+                for c in enqueued {
+                    let _ = self.events.send(CoreEvent::Enqueued { job: c.id, format: c.format.clone() });
+                }
                 if !enqueued.is_empty() {
                     let ready = enqueued.iter().map(|c| ReadyJob { format: c.format.clone(), tenant: c.tenant.clone(), id: c.id }).collect();
                     let _ = self.queue.ready(ready).await;
                 }
                 self.ended(id, holder.clone()).await
             }
-            SubmitOutcome::Protocol { failed, .. } => self.after_fail(id, failed).await,
+            SubmitOutcome::Protocol { failed, .. } => {
+                super::note_failed(&self.events, id, attempt, "protocol", failed);
+                self.after_fail(id, failed).await
+            }
             _ => {}
         }
         Ok(outcome)
@@ -154,8 +164,9 @@ impl Leases {
 
     /// Fails lease `attempt` of job `id`; `worker` fences on the holder when given.
     pub async fn fail(&self, id: u64, worker: Option<String>, attempt: u64, failure: FailureRecord) -> Result<FailOutcome, StoreError> {
-        let policy = self.policy.clone();
+        let (policy, kind) = (self.policy.clone(), failure.kind.clone());
         let outcome = self.store.write(move |t| lifecycle::fail(t, id, worker.as_deref(), attempt, failure, &policy, now_us())).await?;
+        super::note_failed(&self.events, id, attempt, &kind, &outcome);
         self.after_fail(id, &outcome).await;
         Ok(outcome)
     }
@@ -248,6 +259,7 @@ impl TimerCtx {
             Ok(ExpireOutcome::Extended(deadline)) => vec![FollowUp::Track { id, attempt, deadline }],
             Ok(ExpireOutcome::Failed(outcome)) => {
                 tracing::warn!(job = id, attempt, "lease expired");
+                super::note_failed(&self.events, id, attempt, "lease_expired", &outcome);
                 match outcome {
                     FailOutcome::Retrying { due, worker } => {
                         self.ended(id, worker).await;

@@ -268,6 +268,8 @@ impl PoolActor {
                     terminate(p, KillReason::Stop, &queue);
                 }
             }
+            // Observers' events (crate::ops).
+            _ => {}
         }
     }
 
@@ -454,6 +456,7 @@ impl PoolActor {
         p.tail.settled().await;
         let tail = p.tail.text_since(p.job_mark);
         let class = classify(exit, &tail, p.killed);
+        let _ = self.core.events.send(CoreEvent::Exited { pool: self.name.clone(), slot: i, worker: p.worker_id.clone(), kind: class.kind.map(|k| k.as_str()), code: exit.code, signal: exit.signal });
         let stopping = self.stopping.is_some();
         match class.kind {
             None => {
