@@ -392,3 +392,44 @@ fn an_explicit_http_listen_that_cannot_bind_is_an_error_naming_the_key() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("http_listen"), "{err}");
 }
+
+/// Under systemd (`Type=notify`): `serve` sends `READY=1` to `NOTIFY_SOCKET` once it is
+/// bound and `STOPPING=1` when SIGTERM starts the drain; with `log_format = "json"`
+/// every log line is one JSON object.
+#[test]
+fn sd_notify_ready_and_stopping_and_json_logs() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let sock_path = dir.path().join("notify.sock");
+    let sock = std::os::unix::net::UnixDatagram::bind(&sock_path).expect("bind the notify socket");
+    sock.set_read_timeout(Some(T)).expect("timeout");
+    let cfg = dir.path().join("supervisor.toml");
+    std::fs::write(&cfg, "[server]\nlisten = \"127.0.0.1:0\"\ndata_dir = \"data\"\nhttp_listen = \"\"\nlog_format = \"json\"\nshutdown_grace_secs = 0.5\n").expect("write");
+    let log = std::fs::File::create(dir.path().join("serve.log")).expect("log");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_telha"))
+        .args(["--config", path_str(&cfg), "serve"])
+        .env("NOTIFY_SOCKET", &sock_path)
+        .env("RUST_LOG", "info")
+        .stderr(log)
+        .spawn()
+        .expect("spawn");
+    let mut buf = [0u8; 512];
+    let n = sock.recv(&mut buf).expect("READY=1 within 30 s");
+    let ready = String::from_utf8_lossy(&buf[..n]).to_string();
+    assert!(ready.lines().any(|l| l == "READY=1"), "{ready}");
+    assert!(dir.path().join("data/serve.addr").exists(), "READY only once bound");
+    assert!(!dir.path().join("data/http.addr").exists(), "http_listen = \"\" is off");
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let n = sock.recv(&mut buf).expect("STOPPING=1 within 30 s");
+    let stopping = String::from_utf8_lossy(&buf[..n]).to_string();
+    assert!(stopping.lines().any(|l| l == "STOPPING=1"), "{stopping}");
+    assert!(child.wait().expect("wait").success());
+    let text = std::fs::read_to_string(dir.path().join("serve.log")).expect("log");
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines.len() >= 2, "{text}");
+    for l in &lines {
+        let v: serde_json::Value = serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}"));
+        assert!(v.get("level").is_some() && v.get("fields").is_some(), "{l}");
+    }
+    assert!(text.contains("\"telha serving\""), "{text}");
+}
