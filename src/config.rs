@@ -82,9 +82,13 @@ pub struct ServerConfig {
     /// turns it off. Absent means [`DEFAULT_HTTP_LISTEN`], and then a port already taken
     /// is a warning rather than an error (an explicit address must bind).
     pub http_listen: Option<String>,
-    /// PEM certificate chain and key for gRPC over TLS; both or neither.
+    /// PEM certificate chain and key for gRPC over TLS; both or neither. The certificate
+    /// names the hosts clients dial, and `localhost` for the supervised workers.
     pub tls_cert: Option<PathBuf>,
     pub tls_key: Option<PathBuf>,
+    /// PEM CA certificate(s) that signed `tls_cert`: handed to the supervised workers as
+    /// `TELHA_CA`, and the CLI's CA when it reads this config (`--ca` overrides).
+    pub tls_ca: Option<PathBuf>,
     /// How `telha serve` writes its log: human-readable lines or one JSON object a line.
     pub log_format: LogFormat,
 }
@@ -111,6 +115,7 @@ impl Default for ServerConfig {
             http_listen: None,
             tls_cert: None,
             tls_key: None,
+            tls_ca: None,
             log_format: LogFormat::Text,
         }
     }
@@ -124,6 +129,9 @@ impl ServerConfig {
         self.data_dir.join("serve.addr")
     }
     /// Where the operations endpoint's bound address is written (tests use port 0).
+    pub fn tls(&self) -> bool {
+        self.tls_cert.is_some()
+    }
     pub fn http_addr_file(&self) -> PathBuf {
         self.data_dir.join("http.addr")
     }
@@ -335,8 +343,12 @@ impl Config {
             (None, Some(_)) => return Err(invalid("server.tls_cert", "tls_key is set: set tls_cert too".into())),
             _ => {}
         }
+        if raw.server.tls_cert.is_some() && raw.server.tls_ca.is_none() && !raw.pools.is_empty() {
+            return Err(invalid("server.tls_ca", "TLS is on and pools are configured: their workers need the CA that signed tls_cert".into()));
+        }
         raw.server.tls_cert = raw.server.tls_cert.as_deref().map(resolve);
         raw.server.tls_key = raw.server.tls_key.as_deref().map(resolve);
+        raw.server.tls_ca = raw.server.tls_ca.as_deref().map(resolve);
         raw.server.data_dir = resolve(&raw.server.data_dir);
         raw.server.token_file = raw.server.token_file.as_deref().map(resolve);
         if !(raw.server.shutdown_grace_secs.is_finite() && raw.server.shutdown_grace_secs >= 0.0) {
@@ -449,7 +461,7 @@ impl Config {
         if dir.exists() && !dir.is_dir() {
             return Err(invalid("server.data_dir".into(), format!("{} exists and is not a folder", dir.display())));
         }
-        for (key, file) in [("server.tls_cert", &self.server.tls_cert), ("server.tls_key", &self.server.tls_key)] {
+        for (key, file) in [("server.tls_cert", &self.server.tls_cert), ("server.tls_key", &self.server.tls_key), ("server.tls_ca", &self.server.tls_ca)] {
             if let Some(f) = file {
                 if let Err(e) = std::fs::File::open(f) {
                     return Err(invalid(key.into(), format!("{}: {e}", f.display())));
@@ -605,6 +617,7 @@ mod tests {
             ("[server]\nlog_format = \"xml\"\n", "server.log_format"),
             ("[server]\ntls_cert = \"c.pem\"\n", "server.tls_key"),
             ("[server]\ntls_key = \"k.pem\"\n", "server.tls_cert"),
+            ("[server]\ntls_cert = \"c\"\ntls_key = \"k\"\n[pools.p]\nformats = ['txt']\ncommand = ['x']\n", "server.tls_ca"),
         ] {
             let msg = parse(text).unwrap_err().to_string();
             assert!(msg.contains(key), "{text}: {msg}");

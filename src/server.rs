@@ -36,6 +36,8 @@ pub enum ServeError {
     Supervisor(#[from] crate::actors::supervisor::SupervisorError),
     #[error(transparent)]
     Config(#[from] crate::config::ConfigError),
+    #[error("{key} {path}: {source}")]
+    TlsFile { key: &'static str, path: String, source: std::io::Error },
     #[error("reflection: {0}")]
     Reflection(#[from] tonic_reflection::server::Error),
 }
@@ -66,13 +68,18 @@ pub async fn serve(config: Config, shutdown: impl Future<Output = ()> + Send + '
     let http_listener = bind_http(&config).await?;
     let http_addr_file = config.server.http_addr_file();
 
+    let tls = tls_config(&config)?;
+    let tls_ca = tls.as_ref().and(config.server.tls_ca.as_ref()).map(|p| p.display().to_string());
+    if tls.is_none() && !addr.ip().is_loopback() {
+        tracing::warn!(%addr, "listening on a non-loopback address without TLS: the token and the documents cross the network in clear (set [server].tls_cert and tls_key)");
+    }
     let grace = std::time::Duration::from_secs_f64(config.server.shutdown_grace_secs);
     let config_path = config.path.clone();
     let core = Core::start(config).await?;
     let auth = Auth::new(&token);
     // Observing starts before the pools, so that no worker's exit goes unseen.
     let observed = crate::ops::Observed::start(&core);
-    let supervisor = Supervisor::start(core.clone(), CoreContact { addr: addr.to_string(), token: token.clone() })?;
+    let supervisor = Supervisor::start(core.clone(), contact(addr, token.clone(), tls_ca))?;
     let ops = crate::ops::Ops::new(core.clone(), supervisor.clone(), token.clone(), &observed);
 
     let (health, health_service) = tonic_health::server::health_reporter();
@@ -128,7 +135,11 @@ pub async fn serve(config: Config, shutdown: impl Future<Output = ()> + Send + '
     });
     let mut graceful = stopped_rx.clone();
     let mut forced = stopped_rx;
-    let server = Server::builder()
+    let mut builder = Server::builder();
+    if let Some(tls) = tls {
+        builder = builder.tls_config(tls)?;
+    }
+    let server = builder
         .http2_keepalive_interval(Some(std::time::Duration::from_secs(20)))
         .add_service(health_service)
         .add_service(InterceptedService::new(reflection_v1, auth.clone()))
@@ -174,6 +185,25 @@ async fn bind_http(config: &Config) -> Result<Option<TcpListener>, ServeError> {
             Ok(None)
         }
     }
+}
+
+/// `[server].tls_cert` and `tls_key` read into tonic's (rustls) server config.
+fn tls_config(config: &Config) -> Result<Option<tonic::transport::ServerTlsConfig>, ServeError> {
+    let (Some(cert), Some(key)) = (&config.server.tls_cert, &config.server.tls_key) else { return Ok(None) };
+    let read = |key: &'static str, path: &Path| std::fs::read(path).map_err(|source| ServeError::TlsFile { key, path: path.display().to_string(), source });
+    let identity = tonic::transport::Identity::from_pem(read("server.tls_cert", cert)?, read("server.tls_key", key)?);
+    Ok(Some(tonic::transport::ServerTlsConfig::new().identity(identity)))
+}
+
+/// Where supervised workers find the core. Under TLS they dial `localhost` when the core
+/// listens on a loopback or wildcard address (the certificate must name it), else the
+/// address itself.
+fn contact(addr: SocketAddr, token: String, ca: Option<String>) -> CoreContact {
+    let host = match (&ca, addr.ip()) {
+        (Some(_), ip) if ip.is_loopback() || ip.is_unspecified() => format!("localhost:{}", addr.port()),
+        _ => addr.to_string(),
+    };
+    CoreContact { addr: host, token, ca }
 }
 
 fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {

@@ -433,3 +433,63 @@ fn sd_notify_ready_and_stopping_and_json_logs() {
     }
     assert!(text.contains("\"telha serving\""), "{text}");
 }
+
+/// A CA and a server certificate for `localhost` and 127.0.0.1 (plus `extra` names),
+/// written as ca.pem, cert.pem and key.pem in `dir`.
+pub fn make_tls(dir: &Path, extra: &[&str]) {
+    use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
+    let ca_key = KeyPair::generate().expect("CA key");
+    let mut ca = CertificateParams::new(Vec::<String>::new()).expect("CA params");
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca.distinguished_name.push(DnType::CommonName, "telha test CA");
+    let ca = ca.self_signed(&ca_key).expect("CA");
+    let key = KeyPair::generate().expect("server key");
+    let names: Vec<String> = ["localhost", "127.0.0.1"].iter().chain(extra).map(|s| s.to_string()).collect();
+    let cert = CertificateParams::new(names).expect("params").signed_by(&key, &ca, &ca_key).expect("server certificate");
+    std::fs::write(dir.join("ca.pem"), ca.pem()).expect("ca.pem");
+    std::fs::write(dir.join("cert.pem"), cert.pem()).expect("cert.pem");
+    std::fs::write(dir.join("key.pem"), key.serialize_pem()).expect("key.pem");
+}
+
+/// gRPC over TLS: the supervised Python worker (given `TELHA_CA` by the supervisor)
+/// leases and finishes a job over it; the CLI verifies the server with `--ca` or the
+/// config's `tls_ca`; a plaintext client or one trusting another CA gets nowhere.
+/// A plaintext server on a non-loopback address warns at start-up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_for_grpc_with_a_ca_made_here() {
+    venv_ready();
+    let tls_dir = tempfile::tempdir().expect("tempdir");
+    make_tls(tls_dir.path(), &[]);
+    let other = tempfile::tempdir().expect("tempdir");
+    make_tls(other.path(), &[]);
+    let d = tls_dir.path().display();
+    let text = config("").replace("[jobs]", &format!("tls_cert = \"{d}/cert.pem\"\ntls_key = \"{d}/key.pem\"\ntls_ca = \"{d}/ca.pem\"\n\n[jobs]"));
+    let mut s = Server::start_config(&text);
+    std::fs::write(s.dir.path().join("go"), b"").expect("go");
+    let doc = s.dir.path().join("a.txt");
+    std::fs::write(&doc, "over tls").expect("doc");
+    // The config's tls_ca: the CLI speaks TLS; the worker pool serves the job over TLS too.
+    let out = s.cli(&["ingest", "--format", "txt", "--option", "mode=ok", "--wait", "--json", path_str(&doc)]);
+    assert!(out.status.success(), "{}\n{}\nlog:\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr), s.log());
+    let job: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(job["state"], "succeeded", "{job}");
+    // --ca explicitly, against a config without tls_ca (a client on another host).
+    let bare = s.dir.path().join("client.toml");
+    std::fs::write(&bare, format!("[server]\nlisten = \"{}\"\ntoken_file = \"{}\"\n", s.addr, s.data_dir().join("token").display())).expect("client config");
+    let run = |args: &[&str]| std::process::Command::new(env!("CARGO_BIN_EXE_telha")).arg("--config").arg(&bare).args(args).env_remove("TELHA_CA").env_remove("TELHA_ADDR").output().expect("run");
+    let ok = run(&["--ca", &format!("{d}/ca.pem"), "status"]);
+    assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
+    let plain = run(&["status"]);
+    assert!(!plain.status.success(), "a plaintext client must not get through");
+    let wrong = run(&["--ca", &format!("{}/ca.pem", other.path().display()), "status"]);
+    assert!(!wrong.status.success(), "a client trusting another CA must not get through");
+    assert!(!s.log().contains("without TLS"), "no warning with TLS on");
+    s.kill9();
+
+    let open = Server::start_config("[server]\nlisten = \"0.0.0.0:0\"\ndata_dir = \"data\"\nhttp_listen = \"\"\n");
+    let start = Instant::now();
+    while !open.log().contains("without TLS") {
+        assert!(start.elapsed() < T, "no warning for a plaintext non-loopback listener:\n{}", open.log());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

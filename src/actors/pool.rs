@@ -90,6 +90,8 @@ pub struct Pool {
 pub struct CoreContact {
     pub addr: String,
     pub token: String,
+    /// The CA file workers verify the core's TLS certificate with (`TELHA_CA`), when TLS is on.
+    pub ca: Option<String>,
 }
 
 impl Pool {
@@ -384,6 +386,9 @@ impl PoolActor {
         env.insert("TELHA_WORKER_ID".into(), worker_id.clone());
         env.insert("TELHA_TOKEN".into(), self.contact.token.clone());
         env.insert("TELHA_FORMATS".into(), self.config.formats.join(","));
+        if let Some(ca) = &self.contact.ca {
+            env.insert("TELHA_CA".into(), ca.clone());
+        }
         let spec = SpawnSpec {
             pool: self.name.clone(),
             worker_id: worker_id.clone(),

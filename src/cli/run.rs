@@ -54,6 +54,7 @@ pub async fn run(g: &Global, args: RunArgs) -> Result<ExitCode> {
     }
     let options = options_json(&args.options)?;
     let token_path = config.server.token_path();
+    let tls_ca = if config.server.tls() { config.server.tls_ca.clone().or_else(|| g.ca.clone()) } else { None };
 
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let (bound_tx, bound_rx) = tokio::sync::oneshot::channel();
@@ -76,7 +77,13 @@ pub async fn run(g: &Global, args: RunArgs) -> Result<ExitCode> {
         }
     };
     let token = std::fs::read_to_string(&token_path).map_err(|e| anyhow!("{}: {e}", token_path.display()))?;
-    let mut client = Client::at(&addr.to_string(), token.trim()).await?;
+    // Under TLS the embedded client dials `localhost`, the name the certificate carries for
+    // the supervised workers too.
+    let (target, ca) = match &tls_ca {
+        Some(ca) => (format!("localhost:{}", addr.port()), Some(std::fs::read(ca).map_err(|e| anyhow!("{}: {e}", ca.display()))?)),
+        None => (addr.to_string(), None),
+    };
+    let mut client = Client::at_with(&target, token.trim(), ca).await?;
 
     let started = Instant::now();
     let mut first_id = u64::MAX;
