@@ -36,6 +36,8 @@ fn expand(input: &str, out: &mut Vec<String>) -> Result<()> {
 pub async fn run(g: &Global, args: RunArgs) -> Result<ExitCode> {
     let mut config = load_config(g)?;
     config.server.listen = "127.0.0.1:0".into();
+    // A one-shot needs no operations endpoint (and must not contend for a running server's).
+    config.server.http_listen = Some(String::new());
     let mut inputs = Vec::new();
     for i in &args.inputs {
         if i.contains("://") {
