@@ -208,3 +208,65 @@ async fn graph_all_pages_past_max_items() {
     let props: Vec<i64> = all["nodes"].as_array().unwrap().iter().map(|n| n["properties"]["i"].as_i64().unwrap()).collect();
     assert_eq!(props, vec![0, 1, 2, 3, 4]);
 }
+
+/// `ingest DIR` submits the files under it concurrently, in sorted order: hidden entries
+/// skipped, files of a format the extension does not tell skipped and counted on stderr,
+/// each with its own job; every one of 300 small files reaches the server once.
+#[tokio::test]
+async fn ingest_of_a_folder_submits_every_file_under_it_once() {
+    let s = Server::start(None);
+    let root = s.dir.path().join("corpus");
+    std::fs::create_dir_all(root.join("b/deeper")).unwrap();
+    std::fs::create_dir_all(root.join(".git")).unwrap();
+    for i in 0..300 {
+        let dir = if i % 3 == 0 { root.join("b/deeper") } else { root.clone() };
+        std::fs::write(dir.join(format!("note-{i:03}.txt")), format!("note {i}")).unwrap();
+    }
+    std::fs::write(root.join("table.csv"), "a,b\n1,2\n").unwrap();
+    std::fs::write(root.join("blob.weird"), "?").unwrap();
+    std::fs::write(root.join(".hidden.txt"), "no").unwrap();
+    std::fs::write(root.join(".git/config.txt"), "no").unwrap();
+
+    let out = s.cli(&["ingest", "--json", path_str(&root)]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("skipped 1 file(s)"), "{}", stderr(&out));
+    let jobs: Vec<serde_json::Value> = serde_json::from_str(&stdout(&out)).expect("a JSON array");
+    assert_eq!(jobs.len(), 301);
+    let names: Vec<&str> = jobs.iter().map(|j| j["name"].as_str().unwrap()).collect();
+    let prefix = format!("{}/", std::fs::canonicalize(&root).unwrap().display());
+    assert!(names.iter().all(|n| n.starts_with(&prefix)), "{names:?}");
+    assert!(names.iter().all(|n| !n[prefix.len()..].split('/').any(|part| part.starts_with('.'))), "hidden entries are skipped");
+    assert_eq!(names.iter().filter(|n| n.ends_with(".csv")).count(), 1);
+    let unique: std::collections::BTreeSet<&&str> = names.iter().collect();
+    assert_eq!(unique.len(), 301, "one job per file");
+    let ids: std::collections::BTreeSet<&str> = jobs.iter().map(|j| j["id"].as_str().unwrap()).collect();
+    assert_eq!(ids.len(), 301);
+    let walked: Vec<String> = {
+        fn walk(d: &std::path::Path, out: &mut Vec<String>) {
+            let mut entries: Vec<_> = std::fs::read_dir(d).unwrap().map(|e| e.unwrap()).collect();
+            entries.sort_by_key(|e| e.file_name());
+            for e in entries {
+                let name = e.file_name().to_string_lossy().into_owned();
+                if name.starts_with('.') || name.ends_with(".weird") {
+                    continue;
+                }
+                if e.file_type().unwrap().is_dir() { walk(&e.path(), out) } else { out.push(std::fs::canonicalize(e.path()).unwrap().display().to_string()) }
+            }
+        }
+        let mut out = Vec::new();
+        walk(&root, &mut out);
+        out
+    };
+    // Input order is the walk's: sorted by name within a folder, folders in place.
+    assert_eq!(names, walked.iter().map(String::as_str).collect::<Vec<_>>());
+
+    let out = s.cli(&["jobs", "--limit", "1000", "--json"]);
+    let listed: Vec<serde_json::Value> = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(listed.len(), 301, "the server holds each file's job once");
+
+    let empty = s.dir.path().join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let out = s.cli(&["ingest", path_str(&empty)]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("nothing to ingest"), "{}", stderr(&out));
+}

@@ -31,7 +31,8 @@ impl tonic::service::Interceptor for BearerToken {
     }
 }
 
-/// A connected client of `IngestService`.
+/// A connected client of `IngestService`. Clones share one connection.
+#[derive(Clone)]
 pub struct Client {
     pub ingest: IngestServiceClient<Authed>,
 }
@@ -169,7 +170,14 @@ fn is_url(s: &str) -> bool {
 /// One input to submit: its job name, format, and file (None for a URL).
 pub(super) type Planned = (String, String, Option<PathBuf>);
 
-/// Checks every input before any is submitted, so a typo does not leave half a batch queued.
+/// Submissions in flight at once from one `ingest` or `run`: enough for the server's
+/// group commit to batch many of them, few enough to stay far below its stream limit.
+const SUBMIT_CONCURRENCY: usize = 32;
+
+/// Checks every input before any is submitted, so a typo does not leave half a batch
+/// queued. A folder stands for the files under it (sorted, hidden ones skipped); a file
+/// found in a folder whose format the extension does not tell is skipped and counted
+/// (said on stderr), while a file named on the command line must have a format.
 pub(super) fn plan_inputs(g: &Global, inputs: &[String], format: Option<&String>) -> Result<Vec<Planned>> {
     let mut plan: Vec<Planned> = Vec::new();
     for input in inputs {
@@ -179,8 +187,23 @@ pub(super) fn plan_inputs(g: &Global, inputs: &[String], format: Option<&String>
         }
         let path = PathBuf::from(input);
         let meta = std::fs::metadata(&path).map_err(|e| anyhow!("{input}: {}", if e.kind() == std::io::ErrorKind::NotFound { "no such file".to_string() } else { e.to_string() }))?;
+        if meta.is_dir() {
+            let mut files = Vec::new();
+            walk(&path, &mut files).map_err(|e| anyhow!("{input}: {e}"))?;
+            let mut skipped = 0usize;
+            for file in files {
+                match format.cloned().or_else(|| format_for_path(&file).map(str::to_string)) {
+                    Some(f) => plan.push((absolute(&file), f, Some(file))),
+                    None => skipped += 1,
+                }
+            }
+            if skipped > 0 {
+                eprintln!("telha: {input}: skipped {skipped} file(s) whose format the extension does not tell (pass --format to ingest them as one format)");
+            }
+            continue;
+        }
         if !meta.is_file() {
-            bail!("{input}: not a file");
+            bail!("{input}: not a file or a folder");
         }
         let format = match format {
             Some(f) => f.clone(),
@@ -191,15 +214,102 @@ pub(super) fn plan_inputs(g: &Global, inputs: &[String], format: Option<&String>
                 })?
                 .to_string(),
         };
-        let name = std::fs::canonicalize(&path).unwrap_or(path.clone()).display().to_string();
-        plan.push((name, format, Some(path)));
+        plan.push((absolute(&path), format, Some(path)));
     }
     Ok(plan)
+}
+
+/// The job name of a file: its canonical path.
+fn absolute(path: &Path) -> String {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf()).display().to_string()
+}
+
+/// The regular files under `dir`, sorted, skipping hidden entries; symbolic links are
+/// not followed (a link loop cannot make the walk endless).
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    let mut entries: Vec<std::fs::DirEntry> = std::fs::read_dir(dir)?.collect::<std::io::Result<_>>()?;
+    entries.sort_by_key(std::fs::DirEntry::file_name);
+    for entry in entries {
+        if entry.file_name().to_string_lossy().starts_with('.') {
+            continue;
+        }
+        let kind = entry.file_type()?;
+        if kind.is_dir() {
+            walk(&entry.path(), out)?;
+        } else if kind.is_file() {
+            out.push(entry.path());
+        }
+    }
+    Ok(())
+}
+
+/// What one `ingest` or `run` submits: each input's header and file, in input order.
+pub(super) type Submission = (SubmitHeader, Option<PathBuf>);
+
+/// The jobs `submit_all` made, in input order, and the first error (inputs after it
+/// that had not started were not submitted).
+pub(super) struct Submitted {
+    pub jobs: Vec<Job>,
+    pub error: Option<anyhow::Error>,
+    pub not_submitted: usize,
+}
+
+/// Submits `items` with up to [`SUBMIT_CONCURRENCY`] in flight (each retried on
+/// UNAVAILABLE under its idempotency key), with a progress bar on a terminal. After the
+/// first error no new submission starts; those in flight finish.
+pub(super) async fn submit_all(client: &Client, items: Vec<Submission>) -> Submitted {
+    use futures_util::StreamExt;
+    use std::io::IsTerminal;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let total = items.len();
+    let bar = (total > 1 && std::io::stderr().is_terminal()).then(|| {
+        let b = indicatif::ProgressBar::new(total as u64);
+        b.set_style(indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} submitted  {per_sec}").unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()));
+        b
+    });
+    let stop = AtomicBool::new(false);
+    let (stop, bar_ref) = (&stop, bar.as_ref());
+    let results: Vec<Option<Result<Job>>> = futures_util::stream::iter(items)
+        .map(|(header, path)| {
+            let mut client = client.clone();
+            async move {
+                if stop.load(Ordering::Relaxed) {
+                    return None;
+                }
+                let result = submit_retrying(&mut client, header, path.as_deref()).await;
+                if result.is_err() {
+                    stop.store(true, Ordering::Relaxed);
+                }
+                if let Some(b) = bar_ref {
+                    b.inc(1);
+                }
+                Some(result)
+            }
+        })
+        .buffered(SUBMIT_CONCURRENCY)
+        .collect()
+        .await;
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    let mut out = Submitted { jobs: Vec::with_capacity(total), error: None, not_submitted: 0 };
+    for r in results {
+        match r {
+            Some(Ok(job)) => out.jobs.push(job),
+            Some(Err(e)) if out.error.is_none() => out.error = Some(e),
+            Some(Err(e)) => eprintln!("telha: {e:#}"),
+            None => out.not_submitted += 1,
+        }
+    }
+    out
 }
 
 pub async fn ingest(g: &Global, args: IngestArgs) -> Result<ExitCode> {
     let options = options_json(&args.options)?;
     let plan = plan_inputs(g, &args.inputs, args.format.as_ref())?;
+    if plan.is_empty() {
+        bail!("nothing to ingest in {}", args.inputs.join(" "));
+    }
     let mut client = Client::connect(g).await?;
     warn_unserved(&mut client, plan.iter().map(|p| p.1.as_str()), args.wait).await;
     // One key per input per invocation: a submission retried after UNAVAILABLE (the
@@ -209,20 +319,23 @@ pub async fn ingest(g: &Global, args: IngestArgs) -> Result<ExitCode> {
         getrandom::fill(&mut bytes).map_err(|e| anyhow!("cannot draw an idempotency key: {e}"))?;
         hex::encode(bytes)
     };
-    let mut jobs = Vec::new();
-    for (i, (name, format, path)) in plan.into_iter().enumerate() {
-        let header = SubmitHeader {
-            tenant_id: args.tenant.clone(),
-            organization_id: args.organization.clone(),
-            format,
-            url: if path.is_none() { name.clone() } else { String::new() },
-            name,
-            options_json: options.clone(),
-            idempotency_key: format!("cli-{invocation}-{i}"),
-        };
-        let job = submit_retrying(&mut client, header, path.as_deref()).await?;
-        jobs.push(job);
-    }
+    let items = plan
+        .into_iter()
+        .enumerate()
+        .map(|(i, (name, format, path))| {
+            let header = SubmitHeader {
+                tenant_id: args.tenant.clone(),
+                organization_id: args.organization.clone(),
+                format,
+                url: if path.is_none() { name.clone() } else { String::new() },
+                name,
+                options_json: options.clone(),
+                idempotency_key: format!("cli-{invocation}-{i}"),
+            };
+            (header, path)
+        })
+        .collect();
+    let Submitted { mut jobs, error, not_submitted } = submit_all(&client, items).await;
     let mut code = ExitCode::SUCCESS;
     if args.wait {
         for job in jobs.iter_mut() {
@@ -234,14 +347,18 @@ pub async fn ingest(g: &Global, args: IngestArgs) -> Result<ExitCode> {
     }
     if g.json {
         let docs: Vec<_> = jobs.iter().map(render::job_json).collect();
-        let doc = if docs.len() == 1 { docs.into_iter().next().unwrap_or_default() } else { serde_json::Value::Array(docs) };
+        let doc = if docs.len() == 1 && error.is_none() { docs.into_iter().next().unwrap_or_default() } else { serde_json::Value::Array(docs) };
         render::print_json(&doc);
     } else {
         for job in &jobs {
             println!("{}\t{}\t{}\t{}", job.id, job.state, job.format, job.name);
         }
     }
-    Ok(code)
+    match error {
+        Some(e) if not_submitted > 0 => Err(e.context(format!("{} job(s) submitted; {not_submitted} input(s) after the error were not", jobs.len()))),
+        Some(e) => Err(e),
+        None => Ok(code),
+    }
 }
 
 /// Says so on stderr when no pool of the server serves a format and no worker polls for
@@ -292,11 +409,6 @@ impl SubmitError {
             Self::Status(s) => anyhow!("{}: {}", path.map(|p| p.display().to_string()).unwrap_or_else(|| header.url.clone()), s.message()),
         }
     }
-}
-
-pub(super) async fn submit(client: &mut Client, header: SubmitHeader, path: Option<&Path>) -> Result<Job> {
-    let h = header.clone();
-    try_submit(client, header, path).await.map_err(|e| e.into_anyhow(&h, path))
 }
 
 async fn try_submit(client: &mut Client, header: SubmitHeader, path: Option<&Path>) -> Result<Job, SubmitError> {

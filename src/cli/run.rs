@@ -4,52 +4,25 @@
 //! a summary per format and stops cleanly. Exits non-zero when any job ended dead.
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Result};
 use serde_json::json;
 
-use super::client::{load_config, options_json, plan_inputs, status_err, submit, Client};
+use super::client::{load_config, options_json, plan_inputs, status_err, submit_all, Client};
 use super::{render, Global, RunArgs};
 use crate::proto::*;
-
-/// Files under `input` (itself when it is a file), sorted, hidden ones skipped.
-fn expand(input: &str, out: &mut Vec<String>) -> Result<()> {
-    let path = Path::new(input);
-    if !path.is_dir() {
-        out.push(input.to_string());
-        return Ok(());
-    }
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(path).map_err(|e| anyhow!("{input}: {e}"))?.filter_map(|e| e.ok().map(|e| e.path())).collect();
-    entries.sort();
-    for p in entries {
-        if p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with('.')) {
-            continue;
-        }
-        expand(&p.to_string_lossy(), out)?;
-    }
-    Ok(())
-}
 
 pub async fn run(g: &Global, args: RunArgs) -> Result<ExitCode> {
     let mut config = load_config(g)?;
     config.server.listen = "127.0.0.1:0".into();
     // A one-shot needs no operations endpoint (and must not contend for a running server's).
     config.server.http_listen = Some(String::new());
-    let mut inputs = Vec::new();
-    for i in &args.inputs {
-        if i.contains("://") {
-            inputs.push(i.clone());
-        } else {
-            expand(i, &mut inputs)?;
-        }
-    }
-    if inputs.is_empty() {
+    let plan = plan_inputs(g, &args.inputs, args.format.as_ref())?;
+    if plan.is_empty() {
         bail!("nothing to ingest in {}", args.inputs.join(" "));
     }
-    let plan = plan_inputs(g, &inputs, args.format.as_ref())?;
     let served: Vec<&String> = config.pools.values().flat_map(|p| p.formats.iter()).collect();
     if let Some((name, format, _)) = plan.iter().find(|(_, f, _)| !served.contains(&f)) {
         bail!("{name}: no pool in the config serves format {format:?}; add a [pools.NAME] with it (pools serve: {})", served.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", "));
@@ -88,20 +61,28 @@ pub async fn run(g: &Global, args: RunArgs) -> Result<ExitCode> {
     let mut client = Client::at_with(&target, token.trim(), ca).await?;
 
     let started = Instant::now();
-    let mut first_id = u64::MAX;
-    for (name, format, path) in plan {
-        let header = SubmitHeader {
-            tenant_id: args.tenant.clone(),
-            organization_id: String::new(),
-            url: if path.is_none() { name.clone() } else { String::new() },
-            format,
-            name,
-            options_json: options.clone(),
-            idempotency_key: String::new(),
-        };
-        let job = submit(&mut client, header, path.as_deref()).await?;
-        first_id = first_id.min(job.id.parse().unwrap_or(u64::MAX));
+    let items = plan
+        .into_iter()
+        .map(|(name, format, path)| {
+            let header = SubmitHeader {
+                tenant_id: args.tenant.clone(),
+                organization_id: String::new(),
+                url: if path.is_none() { name.clone() } else { String::new() },
+                format,
+                name,
+                options_json: options.clone(),
+                idempotency_key: String::new(),
+            };
+            (header, path)
+        })
+        .collect();
+    let submitted = submit_all(&client, items).await;
+    if let Some(e) = submitted.error {
+        let _ = stop_tx.send(());
+        let _ = server.await;
+        return Err(e);
     }
+    let first_id = submitted.jobs.iter().filter_map(|j| j.id.parse::<u64>().ok()).min().unwrap_or(u64::MAX);
     wait_until_idle(&mut client, first_id).await?;
     let jobs = jobs_since(&mut client, first_id).await?;
     let elapsed = started.elapsed();

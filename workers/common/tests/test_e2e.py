@@ -12,7 +12,6 @@ import json
 import os
 import signal
 import socket
-import subprocess
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -25,38 +24,22 @@ from workers_common import EXIT_OK
 from workers_common.conformance import run_handler, submission_hash
 
 from running import WorkerProcess
+from serve_core import FINISHED, MISSING, TELHA_BIN, ServeCore
 from worker_app import STREAM_PARAGRAPHS
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
-
-
-def _telha_bin() -> Path:
-    configured = os.environ.get("TELHA_BIN")
-    return Path(configured) if configured else REPO_ROOT / "target" / "debug" / "telha"
-
-
-TELHA_BIN = _telha_bin()
-_MISSING = not (TELHA_BIN.is_file() and os.access(TELHA_BIN, os.X_OK))
-if _MISSING and os.environ.get("TELHA_E2E_REQUIRED") == "1":
+if MISSING and os.environ.get("TELHA_E2E_REQUIRED") == "1":
     raise RuntimeError(f"TELHA_E2E_REQUIRED=1 but the core binary {TELHA_BIN} does not exist")
 
 pytestmark = [
     pytest.mark.e2e,
     pytest.mark.skipif(
-        _MISSING,
+        MISSING,
         reason=f"core binary {TELHA_BIN} not built yet (cargo build, or set TELHA_BIN)",
     ),
 ]
 
 MAX_ATTEMPTS = 3
 LEASE_SECS = 2.0
-FINISHED = frozenset({"succeeded", "dead", "cancelled"})
-
-
-def _client_env() -> dict[str, str]:
-    # The CLI reads TELHA_TOKEN / TELHA_ADDR / TELHA_CONFIG when set: the test's own
-    # environment must not steer it away from the config under test.
-    return {k: v for k, v in os.environ.items() if not k.startswith("TELHA_")}
 
 
 def free_port() -> int:
@@ -66,99 +49,15 @@ def free_port() -> int:
         return port
 
 
-class Core:
-    """One `telha serve` with its own supervisor.toml and data dir, restartable."""
+class Core(ServeCore):
+    """One `telha serve` with short leases (2 s), restartable; jobs are `txt`."""
 
     def __init__(self, root: Path, *, port: int = 0) -> None:
-        root.mkdir(parents=True, exist_ok=True)
-        self.root = root
-        self.data_dir = root / "data"
-        self.config = root / "supervisor.toml"
-        self.config.write_text(
-            "[server]\n"
-            f'listen = "127.0.0.1:{port}"\n'
-            f'data_dir = "{self.data_dir}"\n'
-            "[jobs]\n"
-            f"max_attempts = {MAX_ATTEMPTS}\n"
-            f"lease_secs = {LEASE_SECS}\n"
-            "backoff_base_ms = 50\n"
-            "backoff_max_ms = 200\n"
-        )
-        self.log_path = root / "serve.log"
-        self.process: subprocess.Popen[bytes] | None = None
-        self.addr = ""
-        self.token = ""
-
-    def start(self, timeout: float = 30) -> None:
-        addr_file = self.data_dir / "serve.addr"
-        addr_file.unlink(missing_ok=True)  # left by the previous run: wait for the new one
-        with self.log_path.open("ab") as log:
-            self.process = subprocess.Popen(
-                [str(TELHA_BIN), "serve", "--config", str(self.config)],
-                stdout=log,
-                stderr=log,
-                env=_client_env(),
-            )
-        deadline = time.monotonic() + timeout
-        while True:
-            text = addr_file.read_text().strip() if addr_file.exists() else ""
-            if text.count(":") >= 1 and text.rsplit(":", 1)[1].isdigit():
-                break
-            if self.process.poll() is not None:
-                raise AssertionError(f"telha serve exited {self.process.returncode}:\n{self.log()}")
-            if time.monotonic() > deadline:
-                raise AssertionError(
-                    f"telha serve wrote no {addr_file} in {timeout}s:\n{self.log()}"
-                )
-            time.sleep(0.02)
-        self.addr = text
-        self.token = (self.data_dir / "token").read_text().strip()
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-
-    def kill(self) -> None:
-        """Ends the core the hard way, as a crash would."""
-        assert self.process is not None
-        self.process.kill()
-        self.process.wait()
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace")[-4000:]
-
-    # -- the CLI -------------------------------------------------------------------------
-
-    def cli(self, *args: str) -> Any:
-        done = subprocess.run(
-            [str(TELHA_BIN), *args, "--config", str(self.config), "--json"],
-            env=_client_env(),
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
-        if done.returncode != 0:
-            raise AssertionError(
-                f"telha {' '.join(args)} exited {done.returncode}:\n{done.stderr}\n"
-                f"--- serve log ---\n{self.log()}"
-            )
-        return json.loads(done.stdout)
+        jobs = {"max_attempts": MAX_ATTEMPTS, "lease_secs": LEASE_SECS}
+        super().__init__(root, listen=f"127.0.0.1:{port}", jobs=jobs)
 
     def ingest(self, path: Path, *, options: dict[str, Any] | None = None) -> dict[str, Any]:
-        args = ["ingest", "--tenant", "t1", "--format", "txt"]
-        for key, value in (options or {}).items():
-            args += ["--option", f"{key}={json.dumps(value)}"]
-        job: dict[str, Any] = self.cli(*args, str(path))
-        return job
-
-    def job(self, job_id: str) -> dict[str, Any]:
-        job: dict[str, Any] = self.cli("job", job_id)
+        job: dict[str, Any] = self.submit(path, options=options, fmt="txt")
         return job
 
     def wait_job(

@@ -1,30 +1,25 @@
 """The core's status page in real headless Chromium, against a live `telha serve`.
 
-A supervised pool runs the misbehave worker (tests/workers/misbehave.py); one job's
-worker prints a native allocation failure to stderr and aborts (the supervisor's `oom`). The page, opened with the token, shows the pool and its worker,
-the failure with that stderr tail, and the job's own page; the browser's console stays
-free of errors. A screenshot of each page is saved in the test's temp dir.
+A supervised pool runs the misbehave worker (tests/workers/misbehave.py); one job's worker
+prints a native allocation failure to stderr and aborts (the supervisor's `oom`). The page,
+opened with the token, shows the pool and its worker's last exit, the failure with that
+stderr tail, and the job's own page; the browser's console stays free of errors. A screenshot of each page is saved in the test's temp dir.
 
-The core binary is TELHA_BIN or target/debug/telha; Chromium is Debian's
-(`scripts/system-deps.sh` installs it). Without either, the test skips.
+The core is started by serve_core.ServeCore (TELHA_BIN or target/debug/telha); Chromium is
+Debian's (`scripts/system-deps.sh` installs it). Without either, the test skips.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
-import signal
-import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
-TELHA_BIN = Path(os.environ.get("TELHA_BIN") or REPO_ROOT / "target" / "debug" / "telha")
+from serve_core import MISSING, REPO_ROOT, TELHA_BIN, ServeCore
+
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 MISBEHAVE = REPO_ROOT / "tests" / "workers" / "misbehave.py"
 CHROMIUM_ARGS = [
@@ -40,97 +35,51 @@ CHROMIUM_ARGS = [
 pytestmark = [
     pytest.mark.e2e,
     pytest.mark.timeout(120),
-    pytest.mark.skipif(
-        not (TELHA_BIN.is_file() and os.access(TELHA_BIN, os.X_OK)),
-        reason=f"core binary {TELHA_BIN} not built yet (cargo build, or set TELHA_BIN)",
-    ),
+    pytest.mark.skipif(MISSING, reason=f"core binary {TELHA_BIN} not built yet (cargo build)"),
     pytest.mark.skipif(CHROMIUM is None, reason="no chromium (scripts/system-deps.sh)"),
 ]
 
 
-def _wait_file(path: Path, process: subprocess.Popen[bytes], log: Path) -> str:
-    deadline = time.monotonic() + 30
-    while not (path.exists() and path.read_text().strip()):
-        if process.poll() is not None:
-            raise AssertionError(f"telha serve exited:\n{log.read_text(errors='replace')}")
-        if time.monotonic() > deadline:
-            raise AssertionError(f"no {path}:\n{log.read_text(errors='replace')}")
-        time.sleep(0.02)
-    return path.read_text().strip()
-
-
-class Served:
-    """`telha serve` with one misbehave pool and the operations endpoint on port 0."""
+class StatusCore(ServeCore):
+    """The shared `telha serve` helper with one misbehave pool and the operations
+    endpoint on a free port (written to <data_dir>/http.addr)."""
 
     def __init__(self, root: Path) -> None:
-        self.root = root
-        self.config = root / "supervisor.toml"
-        self.config.write_text(
-            "[server]\n"
-            'listen = "127.0.0.1:0"\n'
-            'data_dir = "data"\n'
-            'http_listen = "127.0.0.1:0"\n'
-            "shutdown_grace_secs = 1\n"
-            "[jobs]\n"
-            "max_attempts = 1\n"
+        pool = (
             "[pools.misbehave]\n"
             'formats = ["txt"]\n'
             "workers = 1\n"
             f'command = ["{sys.executable}", "{MISBEHAVE}"]\n'
         )
-        self.log = root / "serve.log"
-        env = {k: v for k, v in os.environ.items() if not k.startswith("TELHA_")}
-        with self.log.open("ab") as log:
-            self.process = subprocess.Popen(
-                [str(TELHA_BIN), "--config", str(self.config), "serve"],
-                stdout=log,
-                stderr=log,
-                env=env,
-            )
-        data = root / "data"
-        self.addr = _wait_file(data / "serve.addr", self.process, self.log)
-        self.http = _wait_file(data / "http.addr", self.process, self.log)
-        self.token = (data / "token").read_text().strip()
-        self.env = env
+        super().__init__(root, jobs={"max_attempts": 1}, extra_toml=pool)
+        text = self.config.read_text()
+        self.config.write_text(text.replace("[jobs]\n", 'http_listen = "127.0.0.1:0"\n[jobs]\n', 1))
+        self.http = ""
 
-    def ingest_and_wait(self, path: Path, mode: str) -> str:
-        """Submits `path` with option mode=`mode`, waits, and returns the job id."""
-        argv = [str(TELHA_BIN), "--config", str(self.config), "ingest", "--format", "txt"]
-        argv += ["--option", f"mode={mode}", "--wait", "--json", str(path)]
-        done = subprocess.run(
-            argv, env=self.env, capture_output=True, text=True, timeout=60, check=False
-        )
-        assert done.stdout.startswith("{"), f"{done.stdout}\n{done.stderr}"
-        job = json.loads(done.stdout)
-        assert job["state"] in {"succeeded", "dead"}, job
-        job_id: str = job["id"]
-        return job_id
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+    def start(self, timeout: float = 30) -> None:
+        super().start(timeout)
+        http_file = self.data_dir / "http.addr"
+        self.http = self.wait(lambda: http_file.exists() and http_file.read_text().strip(), "http.addr")
 
 
 @pytest.fixture
-def served(tmp_path: Path) -> Iterator[Served]:
-    s = Served(tmp_path)
-    yield s
-    s.stop()
+def served(tmp_path: Path) -> Iterator[StatusCore]:
+    core = StatusCore(tmp_path / "core")
+    core.start()
+    yield core
+    core.stop()
 
 
 def test_status_page_shows_pools_and_the_failure_stderr_without_console_errors(
-    served: Served, tmp_path: Path
+    served: StatusCore, tmp_path: Path
 ) -> None:
     from playwright.sync_api import sync_playwright
 
     doc = tmp_path / "bad.txt"
     doc.write_text("fails\n")
-    job_id = served.ingest_and_wait(doc, "abort_alloc")
+    job = served.submit(doc, options={"mode": "abort_alloc"}, fmt="txt", wait=False)
+    job_id = job["id"]
+    assert served.finished(job_id)["state"] == "dead"
 
     errors: list[str] = []
     with sync_playwright() as pw:
