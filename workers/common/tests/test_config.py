@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from workers_common import ConfigError, WorkerConfig
@@ -58,7 +60,7 @@ def test_malformed_values_are_refused(name: str, value: str) -> None:
         WorkerConfig.from_env({**GOOD, name: value})
 
 
-def test_telha_ca_is_read_and_a_bad_one_refused(tmp_path) -> None:
+def test_telha_ca_is_read_and_a_bad_one_refused(tmp_path: Path) -> None:
     assert WorkerConfig.from_env(GOOD).ca_pem is None
     pem = b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
     (tmp_path / "ca.pem").write_bytes(pem)

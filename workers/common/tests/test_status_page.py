@@ -3,7 +3,8 @@
 A supervised pool runs the misbehave worker (tests/workers/misbehave.py); one job's worker
 prints a native allocation failure to stderr and aborts (the supervisor's `oom`). The page,
 opened with the token, shows the pool and its worker's last exit, the failure with that
-stderr tail, and the job's own page; the browser's console stays free of errors. A screenshot of each page is saved in the test's temp dir.
+stderr tail, and the job's own page; the browser's console stays free of errors. A
+screenshot of each page is saved in the test's temp dir.
 
 The core is started by serve_core.ServeCore (TELHA_BIN or target/debug/telha); Chromium is
 Debian's (`scripts/system-deps.sh` installs it). Without either, the test skips.
@@ -59,7 +60,9 @@ class StatusCore(ServeCore):
     def start(self, timeout: float = 30) -> None:
         super().start(timeout)
         http_file = self.data_dir / "http.addr"
-        self.http = self.wait(lambda: http_file.exists() and http_file.read_text().strip(), "http.addr")
+        self.http = self.wait(
+            lambda: http_file.exists() and http_file.read_text().strip(), "http.addr"
+        )
 
 
 @pytest.fixture
