@@ -269,7 +269,7 @@ fn throughput_section(b: &mut String, minutes: &[super::observer::Minute]) {
         let _ = writeln!(
             b,
             "<tr><td>{}</td><td>{}</td><td>{}</td><td><span class=\"bar\" style=\"width:{ok}px\"></span><span class=\"bar f\" style=\"width:{bad}px\"></span></td></tr>",
-            &at[11..16],
+            at.get(11..16).unwrap_or("–"),
             m.succeeded,
             m.failed
         );
