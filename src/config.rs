@@ -78,6 +78,30 @@ pub struct ServerConfig {
     /// On SIGTERM/SIGINT: how long in-flight jobs may take to finish before their
     /// workers are stopped and the jobs go back to the queue (without costing an attempt).
     pub shutdown_grace_secs: f64,
+    /// The operations endpoint (`/metrics`, `/healthz`, `/readyz`, status page); `""`
+    /// turns it off. Absent means [`DEFAULT_HTTP_LISTEN`], and then a port already taken
+    /// is a warning rather than an error (an explicit address must bind).
+    pub http_listen: Option<String>,
+    /// PEM certificate chain and key for gRPC over TLS; both or neither. The certificate
+    /// names the hosts clients dial, and `localhost` for the supervised workers.
+    pub tls_cert: Option<PathBuf>,
+    pub tls_key: Option<PathBuf>,
+    /// PEM CA certificate(s) that signed `tls_cert`: handed to the supervised workers as
+    /// `TELHA_CA`, and the CLI's CA when it reads this config (`--ca` overrides).
+    pub tls_ca: Option<PathBuf>,
+    /// How `telha serve` writes its log: human-readable lines or one JSON object a line.
+    pub log_format: LogFormat,
+}
+
+/// The operations endpoint's address when `[server].http_listen` is not set.
+pub const DEFAULT_HTTP_LISTEN: &str = "127.0.0.1:9464";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    #[default]
+    Text,
+    Json,
 }
 
 impl Default for ServerConfig {
@@ -88,6 +112,11 @@ impl Default for ServerConfig {
             token_file: None,
             max_content_mb: 1024,
             shutdown_grace_secs: 30.0,
+            http_listen: None,
+            tls_cert: None,
+            tls_key: None,
+            tls_ca: None,
+            log_format: LogFormat::Text,
         }
     }
 }
@@ -98,6 +127,21 @@ impl ServerConfig {
     }
     pub fn addr_file(&self) -> PathBuf {
         self.data_dir.join("serve.addr")
+    }
+    /// Where the operations endpoint's bound address is written (tests use port 0).
+    pub fn tls(&self) -> bool {
+        self.tls_cert.is_some()
+    }
+    pub fn http_addr_file(&self) -> PathBuf {
+        self.data_dir.join("http.addr")
+    }
+    /// The operations endpoint's address and whether it was set explicitly; `None` when off.
+    pub fn http_listen(&self) -> Option<(&str, bool)> {
+        match self.http_listen.as_deref() {
+            None => Some((DEFAULT_HTTP_LISTEN, false)),
+            Some("") => None,
+            Some(a) => Some((a, true)),
+        }
     }
 }
 
@@ -289,6 +333,22 @@ impl Config {
         if raw.server.listen.parse::<std::net::SocketAddr>().is_err() && !raw.server.listen.starts_with("unix:") {
             return Err(invalid("server.listen", format!("{:?} is not host:port (e.g. 127.0.0.1:50051)", raw.server.listen)));
         }
+        if let Some(a) = raw.server.http_listen.as_deref().filter(|a| !a.is_empty()) {
+            if a.parse::<std::net::SocketAddr>().is_err() {
+                return Err(invalid("server.http_listen", format!("{a:?} is not host:port (e.g. {DEFAULT_HTTP_LISTEN}), or \"\" for off")));
+            }
+        }
+        match (&raw.server.tls_cert, &raw.server.tls_key) {
+            (Some(_), None) => return Err(invalid("server.tls_key", "tls_cert is set: set tls_key too".into())),
+            (None, Some(_)) => return Err(invalid("server.tls_cert", "tls_key is set: set tls_cert too".into())),
+            _ => {}
+        }
+        if raw.server.tls_cert.is_some() && raw.server.tls_ca.is_none() && !raw.pools.is_empty() {
+            return Err(invalid("server.tls_ca", "TLS is on and pools are configured: their workers need the CA that signed tls_cert".into()));
+        }
+        raw.server.tls_cert = raw.server.tls_cert.as_deref().map(resolve);
+        raw.server.tls_key = raw.server.tls_key.as_deref().map(resolve);
+        raw.server.tls_ca = raw.server.tls_ca.as_deref().map(resolve);
         raw.server.data_dir = resolve(&raw.server.data_dir);
         raw.server.token_file = raw.server.token_file.as_deref().map(resolve);
         if !(raw.server.shutdown_grace_secs.is_finite() && raw.server.shutdown_grace_secs >= 0.0) {
@@ -400,6 +460,13 @@ impl Config {
         let dir = &self.server.data_dir;
         if dir.exists() && !dir.is_dir() {
             return Err(invalid("server.data_dir".into(), format!("{} exists and is not a folder", dir.display())));
+        }
+        for (key, file) in [("server.tls_cert", &self.server.tls_cert), ("server.tls_key", &self.server.tls_key), ("server.tls_ca", &self.server.tls_ca)] {
+            if let Some(f) = file {
+                if let Err(e) = std::fs::File::open(f) {
+                    return Err(invalid(key.into(), format!("{}: {e}", f.display())));
+                }
+            }
         }
         let nr_open = std::fs::read_to_string("/proc/sys/fs/nr_open").ok().and_then(|s| s.trim().parse().ok()).unwrap_or(DEFAULT_NR_OPEN);
         for (name, pool) in &self.pools {
@@ -535,6 +602,30 @@ mod tests {
         assert!(msg.contains("server.listen"), "{msg}");
         let msg = parse("[failures]\npermanent = [\"bogus\"]\n").unwrap_err().to_string();
         assert!(msg.contains("failures.permanent") && msg.contains("bogus"), "{msg}");
+    }
+
+    #[test]
+    fn operations_keys_have_defaults_and_are_checked_by_name() {
+        let c = parse("").unwrap();
+        assert_eq!(c.server.http_listen(), Some((DEFAULT_HTTP_LISTEN, false)));
+        assert_eq!(c.server.log_format, LogFormat::Text);
+        assert_eq!(parse("[server]\nhttp_listen = \"\"\n").unwrap().server.http_listen(), None);
+        assert_eq!(parse("[server]\nhttp_listen = \"0.0.0.0:1\"\n").unwrap().server.http_listen(), Some(("0.0.0.0:1", true)));
+        assert_eq!(parse("[server]\nlog_format = \"json\"\n").unwrap().server.log_format, LogFormat::Json);
+        for (text, key) in [
+            ("[server]\nhttp_listen = \"nowhere\"\n", "server.http_listen"),
+            ("[server]\nlog_format = \"xml\"\n", "server.log_format"),
+            ("[server]\ntls_cert = \"c.pem\"\n", "server.tls_key"),
+            ("[server]\ntls_key = \"k.pem\"\n", "server.tls_cert"),
+            ("[server]\ntls_cert = \"c\"\ntls_key = \"k\"\n[pools.p]\nformats = ['txt']\ncommand = ['x']\n", "server.tls_ca"),
+        ] {
+            let msg = parse(text).unwrap_err().to_string();
+            assert!(msg.contains(key), "{text}: {msg}");
+        }
+        let c = parse("[server]\ntls_cert = \"c.pem\"\ntls_key = \"/k.pem\"\n").unwrap();
+        assert_eq!(c.server.tls_cert, Some(PathBuf::from("/etc/telha/c.pem")));
+        let msg = c.check_runnable().unwrap_err().to_string();
+        assert!(msg.contains("server.tls_cert") && msg.contains("/etc/telha/c.pem"), "{msg}");
     }
 
     #[test]

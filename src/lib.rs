@@ -13,6 +13,8 @@
 //! - [`actors`]: the queue actor (routing, tenant fairness) and the lease actor (timers).
 //! - [`rpc`]: thin tonic handlers, auth, and the one mapping from domain errors to `Status`.
 //! - [`supervise`]: pool actors' tools: exit classification, spawning, /proc; SIGHUP and drain.
+//! - [`ops`]: the operations endpoint (`/metrics`, `/healthz`, `/readyz`, status page),
+//!   an observer of the core's events.
 //! - [`server`]: wiring of store, actors and gRPC services; `telha serve`.
 //! - [`cli`]: the `telha` command line.
 //! - [`graph`]: typed wire v1, validation, staging of partials, the tenant-scoped
@@ -24,6 +26,7 @@ pub mod config;
 pub mod failure;
 pub mod graph;
 pub mod lifecycle;
+pub mod ops;
 pub mod proto;
 pub mod rules;
 pub mod rpc;

@@ -4,12 +4,20 @@ use std::process::ExitCode;
 use std::io::IsTerminal;
 
 use clap::Parser;
+use telha::config::LogFormat;
 
 // mimalloc rather than glibc's malloc: the server parses submissions on a pool of
 // blocking threads, and glibc gives each thread an arena whose freed pages it keeps;
 // mimalloc returns them, and is faster on the parse's many small allocations.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// `[server].log_format` of the config `serve` will read (text when it cannot be read:
+/// `serve` reports that itself, once logging is set up).
+fn log_format(g: &telha::cli::Global) -> LogFormat {
+    let path = g.config.clone().unwrap_or_else(|| "supervisor.toml".into());
+    telha::config::Config::load(&path).map_or(LogFormat::Text, |c| c.server.log_format)
+}
 
 fn main() -> ExitCode {
     let cli = telha::cli::Cli::parse();
@@ -22,7 +30,13 @@ fn main() -> ExitCode {
     }
     let default_level = if matches!(cli.command, telha::cli::Command::Serve) { "info" } else { "warn" };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(std::io::stderr().is_terminal()).init();
+    let fmt = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    if matches!(cli.command, telha::cli::Command::Serve) && log_format(&cli.global) == LogFormat::Json {
+        // One JSON object a line, for log shippers.
+        fmt.json().with_current_span(false).init();
+    } else {
+        fmt.with_ansi(std::io::stderr().is_terminal()).init();
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(r) => r,
         Err(e) => {

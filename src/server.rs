@@ -36,6 +36,8 @@ pub enum ServeError {
     Supervisor(#[from] crate::actors::supervisor::SupervisorError),
     #[error(transparent)]
     Config(#[from] crate::config::ConfigError),
+    #[error("{key} {path}: {source}")]
+    TlsFile { key: &'static str, path: String, source: std::io::Error },
     #[error("reflection: {0}")]
     Reflection(#[from] tonic_reflection::server::Error),
 }
@@ -43,9 +45,11 @@ pub enum ServeError {
 /// How long open client connections may linger after the drain.
 const CLOSE_GRACE: std::time::Duration = std::time::Duration::from_secs(3);
 
-/// A running server's address, known once it is bound.
+/// A running server's addresses, known once it is bound.
 pub struct Bound {
     pub addr: SocketAddr,
+    /// The operations endpoint (`[server].http_listen`), unless it is off.
+    pub http: Option<SocketAddr>,
 }
 
 /// Runs the server until `shutdown` resolves. `on_bound` is told the address once
@@ -61,12 +65,22 @@ pub async fn serve(config: Config, shutdown: impl Future<Output = ()> + Send + '
     let listener = TcpListener::bind(&config.server.listen).await.map_err(|source| ServeError::Bind { addr: config.server.listen.clone(), source })?;
     let addr = listener.local_addr()?;
     let addr_file = config.server.addr_file();
+    let http_listener = bind_http(&config).await?;
+    let http_addr_file = config.server.http_addr_file();
 
+    let tls = tls_config(&config)?;
+    let tls_ca = tls.as_ref().and(config.server.tls_ca.as_ref()).map(|p| p.display().to_string());
+    if tls.is_none() && !addr.ip().is_loopback() {
+        tracing::warn!(%addr, "listening on a non-loopback address without TLS: the token and the documents cross the network in clear (set [server].tls_cert and tls_key)");
+    }
     let grace = std::time::Duration::from_secs_f64(config.server.shutdown_grace_secs);
     let config_path = config.path.clone();
     let core = Core::start(config).await?;
     let auth = Auth::new(&token);
-    let supervisor = Supervisor::start(core.clone(), CoreContact { addr: addr.to_string(), token: token.clone() })?;
+    // Observing starts before the pools, so that no worker's exit goes unseen.
+    let observed = crate::ops::Observed::start(&core);
+    let supervisor = Supervisor::start(core.clone(), contact(addr, token.clone(), tls_ca))?;
+    let ops = crate::ops::Ops::new(core.clone(), supervisor.clone(), token.clone(), &observed);
 
     let (health, health_service) = tonic_health::server::health_reporter();
     health.set_serving::<WorkerServiceServer<WorkerApi>>().await;
@@ -85,9 +99,25 @@ pub async fn serve(config: Config, shutdown: impl Future<Output = ()> + Send + '
         .max_encoding_message_size(4 << 20);
     let ingest = IngestServiceServer::new(IngestApi::new(core.clone(), Some(supervisor.clone()))).max_decoding_message_size(8 << 20);
 
+    // The operations endpoint stops after gRPC (it answers /readyz 503 during the drain).
+    let (http_stop_tx, http_stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let mut http_addr = None;
+    let http_task = match http_listener {
+        Some(l) => {
+            let a = l.local_addr()?;
+            write_atomically(&http_addr_file, a.to_string().as_bytes())?;
+            tracing::info!(addr = %a, "operations endpoint: /metrics /healthz /readyz and the status page");
+            http_addr = Some(a);
+            Some(tokio::spawn(ops.clone().serve(l, async move {
+                let _ = http_stop_rx.await;
+            })))
+        }
+        None => None,
+    };
     write_atomically(&addr_file, addr.to_string().as_bytes())?;
     tracing::info!(%addr, data_dir = %data_dir.display(), token_file = %token_path.display(), "telha serving");
-    on_bound(Bound { addr });
+    on_bound(Bound { addr, http: http_addr });
+    crate::ops::systemd::tell("READY=1\nSTATUS=serving");
 
     if let Some(path) = config_path {
         tokio::spawn(reload_on_sighup(path, supervisor.clone()));
@@ -95,14 +125,21 @@ pub async fn serve(config: Config, shutdown: impl Future<Output = ()> + Send + '
     // Shutdown: drain first (workers still submit over gRPC meanwhile), then stop serving.
     let (stopped_tx, stopped_rx) = tokio::sync::watch::channel(false);
     let drainer = supervisor.clone();
+    let draining = ops.clone();
     tokio::spawn(async move {
         shutdown.await;
+        crate::ops::systemd::tell("STOPPING=1\nSTATUS=draining");
+        draining.draining.store(true, std::sync::atomic::Ordering::Relaxed);
         drainer.drain(grace).await;
         let _ = stopped_tx.send(true);
     });
     let mut graceful = stopped_rx.clone();
     let mut forced = stopped_rx;
-    let server = Server::builder()
+    let mut builder = Server::builder();
+    if let Some(tls) = tls {
+        builder = builder.tls_config(tls)?;
+    }
+    let server = builder
         .http2_keepalive_interval(Some(std::time::Duration::from_secs(20)))
         .add_service(health_service)
         .add_service(InterceptedService::new(reflection_v1, auth.clone()))
@@ -121,12 +158,52 @@ pub async fn serve(config: Config, shutdown: impl Future<Output = ()> + Send + '
         } => tracing::warn!("clients still connected after the drain; closing anyway"),
     }
     let _ = std::fs::remove_file(&addr_file);
+    let _ = http_stop_tx.send(());
+    if let Some(t) = http_task {
+        let _ = t.await;
+        let _ = std::fs::remove_file(&http_addr_file);
+    }
+    observed.stop();
     // The pools stopped in the drain; now the supervisor, the core's actors, the writer
     // thread and the file.
     supervisor.shutdown().await;
     core.shutdown().await;
     tracing::info!("telha stopped");
     Ok(())
+}
+
+/// Binds `[server].http_listen`. An address set explicitly must bind; the default one
+/// (not set) may be taken, say by another server on the same host: then a warning, and
+/// the endpoint is off.
+async fn bind_http(config: &Config) -> Result<Option<TcpListener>, ServeError> {
+    let Some((a, explicit)) = config.server.http_listen() else { return Ok(None) };
+    match TcpListener::bind(a).await {
+        Ok(l) => Ok(Some(l)),
+        Err(source) if explicit => Err(ServeError::Bind { addr: format!("{a} ([server].http_listen)"), source }),
+        Err(e) => {
+            tracing::warn!(addr = a, error = %e, "the default operations address is taken: /metrics and the status page are off (set [server].http_listen)");
+            Ok(None)
+        }
+    }
+}
+
+/// `[server].tls_cert` and `tls_key` read into tonic's (rustls) server config.
+fn tls_config(config: &Config) -> Result<Option<tonic::transport::ServerTlsConfig>, ServeError> {
+    let (Some(cert), Some(key)) = (&config.server.tls_cert, &config.server.tls_key) else { return Ok(None) };
+    let read = |key: &'static str, path: &Path| std::fs::read(path).map_err(|source| ServeError::TlsFile { key, path: path.display().to_string(), source });
+    let identity = tonic::transport::Identity::from_pem(read("server.tls_cert", cert)?, read("server.tls_key", key)?);
+    Ok(Some(tonic::transport::ServerTlsConfig::new().identity(identity)))
+}
+
+/// Where supervised workers find the core. Under TLS they dial `localhost` when the core
+/// listens on a loopback or wildcard address (the certificate must name it), else the
+/// address itself.
+fn contact(addr: SocketAddr, token: String, ca: Option<String>) -> CoreContact {
+    let host = match (&ca, addr.ip()) {
+        (Some(_), ip) if ip.is_loopback() || ip.is_unspecified() => format!("localhost:{}", addr.port()),
+        _ => addr.to_string(),
+    };
+    CoreContact { addr: host, token, ca }
 }
 
 fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
@@ -154,15 +231,20 @@ async fn reload_on_sighup(path: std::path::PathBuf, supervisor: Supervisor) {
     }
 }
 
-/// Resolves on SIGTERM or SIGINT.
-pub async fn shutdown_signal() {
+/// Resolves on SIGTERM or SIGINT. The handlers are installed when this is called, not
+/// when the future is first polled: a SIGTERM right after start-up (after READY=1, say)
+/// drains instead of killing the process.
+pub fn shutdown_signal() -> impl Future<Output = ()> + Send + 'static {
     use tokio::signal::unix::{signal, SignalKind};
-    let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
-        tracing::error!("cannot install signal handlers; stop with SIGKILL");
-        return std::future::pending().await;
-    };
-    tokio::select! {
-        _ = term.recv() => tracing::info!("SIGTERM: shutting down"),
-        _ = int.recv() => tracing::info!("SIGINT: shutting down"),
+    let handlers = (signal(SignalKind::terminate()), signal(SignalKind::interrupt()));
+    async move {
+        let (Ok(mut term), Ok(mut int)) = handlers else {
+            tracing::error!("cannot install signal handlers; stop with SIGKILL");
+            return std::future::pending().await;
+        };
+        tokio::select! {
+            _ = term.recv() => tracing::info!("SIGTERM: shutting down"),
+            _ = int.recv() => tracing::info!("SIGINT: shutting down"),
+        }
     }
 }

@@ -43,6 +43,18 @@ async fn properties_that_cannot_be_stored_exactly_are_refused_not_emptied() {
     refused(&s, &mut w, &deep, "nodes[0].properties.a").await;
     let edge = r#"{"v":1,"relationships":[{"type":"R","fromId":"a","toId":"b","properties":{"y":-1e999}}]}"#;
     refused(&s, &mut w, edge, "relationships[0].properties.y: ").await;
+    // An integer past 64 bits would come back as the nearest double, and -0 as -0.0.
+    refused(&s, &mut w, r#"{"v":1,"nodes":[{"labels":["A"],"properties":{"n":18446744073709551616}}]}"#, "nodes[0].properties: the integer 18446744073709551616 does not fit 64 bits").await;
+    refused(&s, &mut w, r#"{"v":1,"nodes":[{"labels":["A"],"properties":{"n":[-9223372036854775809]}}]}"#, "nodes[0].properties: the integer -9223372036854775809").await;
+    refused(&s, &mut w, r#"{"v":1,"relationships":[{"type":"R","fromId":"a","toId":"b","properties":{"z":-0}}]}"#, "relationships[0].properties: the integer -0").await;
+    // The 64-bit extremes, digits inside strings and doubles written with an exponent are kept exactly.
+    let j = take(&s, &mut w, "extremes").await;
+    let props = r#"{"max":18446744073709551615,"min":-9223372036854775808,"s":"18446744073709551616 \" -0","d":1.8446744073709552e19,"z":-0.0}"#;
+    let r = w.succeed(&j, &format!(r#"{{"v":1,"nodes":[{{"labels":["A"],"properties":{props}}}]}}"#)).await;
+    assert!(r.accepted, "{}", r.reason);
+    let n = s.client().await.get_node(GetNodeRequest { tenant_id: "t".into(), node_id: r.node_ids[0].clone() }).await.unwrap().into_inner();
+    assert_eq!(serde_json::from_str::<Value>(&n.versions[0].properties_json).unwrap(), serde_json::from_str::<Value>(props).unwrap());
+    assert!(n.versions[0].properties_json.contains("18446744073709551615") && n.versions[0].properties_json.contains("-9223372036854775808"), "{}", n.versions[0].properties_json);
     // A large but representable number is kept as it was sent.
     let j = take(&s, &mut w, "big").await;
     let r = w.succeed(&j, r#"{"v":1,"nodes":[{"labels":["A"],"properties":{"x":1e300}}]}"#).await;

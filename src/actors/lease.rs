@@ -212,6 +212,7 @@ impl Ctx {
                 let attempt = granted.lease.attempt;
                 out.push(FollowUp::Track { id, attempt, deadline: granted.lease.deadline });
                 let _ = self.events.send(CoreEvent::Granted { worker: worker.clone(), job: id, attempt, at });
+                let _ = self.events.send(CoreEvent::Leased { job: id, format: granted.job.format.clone(), attempt, waited_us: (attempt == 1).then(|| granted.lease.granted_at - granted.job.created_at) });
                 let content_path = if granted.job.url.is_empty() { self.store.blob_path(&granted.job.blob) } else { None };
                 if tx.send(Delivery { granted, content_path }).await.is_err() {
                     // The stream went away before the job reached it: give it back unharmed.
@@ -232,18 +233,27 @@ impl Ctx {
     }
 
     async fn submit(self, sub: Staged, reply: Reply<SubmitOutcome>) -> Done {
-        let (id, policy) = (sub.job_id, self.policy.clone());
+        let (id, policy, bytes, attempt) = (sub.job_id, self.policy.clone(), sub.result_json.len(), sub.attempt);
         let outcome = self.store.write(move |t| submit::submit(t, sub, &policy, now_us())).await;
         let mut out = Vec::new();
+        if let Ok(SubmitOutcome::Accepted { finished, node_ids, .. }) = &outcome {
+            let _ = self.events.send(CoreEvent::Submitted { job: id, partial: !finished, bytes, nodes: node_ids.len() });
+        }
         match &outcome {
             Ok(SubmitOutcome::Accepted { finished: true, enqueued, holder, .. }) => {
+                for c in enqueued {
+                    let _ = self.events.send(CoreEvent::Enqueued { job: c.id, format: c.format.clone() });
+                }
                 if !enqueued.is_empty() {
                     let ready = enqueued.iter().map(|c| ReadyJob { format: c.format.clone(), tenant: c.tenant.clone(), id: c.id }).collect();
                     let _ = self.returned.send(Returned::Ready(ready));
                 }
                 self.ended(id, holder.clone(), &mut out);
             }
-            Ok(SubmitOutcome::Protocol { failed, .. }) => self.after_fail(id, failed, &mut out),
+            Ok(SubmitOutcome::Protocol { failed, .. }) => {
+                super::note_failed(&self.events, id, attempt, "protocol", failed);
+                self.after_fail(id, failed, &mut out);
+            }
             _ => {}
         }
         Done::reply(out, reply, outcome)
@@ -256,8 +266,9 @@ impl Ctx {
     }
 
     async fn fail_one(&self, id: u64, worker: Option<String>, attempt: u64, failure: FailureRecord, out: &mut Vec<FollowUp>) -> Result<FailOutcome, StoreError> {
-        let policy = self.policy.clone();
+        let (policy, kind) = (self.policy.clone(), failure.kind.clone());
         let outcome = self.store.write(move |t| lifecycle::fail(t, id, worker.as_deref(), attempt, failure, &policy, now_us())).await?;
+        super::note_failed(&self.events, id, attempt, &kind, &outcome);
         self.after_fail(id, &outcome, out);
         Ok(outcome)
     }
@@ -323,6 +334,7 @@ impl Ctx {
                 if !matches!(outcome, FailOutcome::NotCurrent(_)) {
                     tracing::warn!(job = id, attempt, "lease expired");
                 }
+                super::note_failed(&self.events, id, attempt, "lease_expired", &outcome);
                 self.after_fail(id, &outcome, &mut out);
             }
             Ok(ExpireOutcome::NotCurrent) => {}

@@ -80,6 +80,29 @@ pub enum CoreEvent {
     Granted { worker: String, job: u64, attempt: u64, at: std::time::Instant },
     /// A worker's lease on a job ended (finished, failed, expired, cancelled, released).
     Ended { worker: String, job: u64 },
+    // The variants below are for observers (metrics, the status page: `crate::ops`);
+    // each is sent on the line where the thing happened, after its commit.
+    /// A job was created (by a client or as a child job).
+    Enqueued { job: u64, format: String },
+    /// Lease `attempt` of `job` was granted; `waited_us` from the job's creation, on its first lease.
+    Leased { job: u64, format: String, attempt: u64, waited_us: Option<i64> },
+    /// A submission was accepted: `partial` or the final one (the job succeeded).
+    Submitted { job: u64, partial: bool, bytes: usize, nodes: usize },
+    /// Lease `attempt` of `job` failed as `kind`; `dead` when the job will not run again.
+    Failed { job: u64, attempt: u64, kind: String, dead: bool },
+    /// A supervised worker process exited; `kind` is its failure kind, `None` for a clean stop.
+    Exited { pool: String, slot: usize, worker: String, kind: Option<&'static str>, code: Option<i32>, signal: Option<i32> },
+}
+
+/// Tells observers that lease `attempt` of `job` failed as `kind` (nothing, when the
+/// lease was not current and nothing changed).
+pub(crate) fn note_failed(events: &broadcast::Sender<CoreEvent>, job: u64, attempt: u64, kind: &str, outcome: &jobs::FailOutcome) {
+    let dead = match outcome {
+        jobs::FailOutcome::NotCurrent(_) => return,
+        jobs::FailOutcome::Retrying { .. } => false,
+        jobs::FailOutcome::Dead { .. } => true,
+    };
+    let _ = events.send(CoreEvent::Failed { job, attempt, kind: kind.to_string(), dead });
 }
 
 /// The running core: store plus actors. Cheap to clone.
@@ -159,6 +182,7 @@ impl Core {
     pub async fn enqueue(&self, new: NewJob) -> Result<JobRecord, CoreError> {
         let (rec, created) = self.store.write(move |t| jobs::insert_once(t, new, now_us())).await?;
         if created {
+            let _ = self.events.send(CoreEvent::Enqueued { job: rec.id, format: rec.format.clone() });
             self.queue.ready(vec![ReadyJob { format: rec.format.clone(), tenant: rec.tenant.clone(), id: rec.id }]).await?;
         }
         Ok(rec)

@@ -90,6 +90,8 @@ pub struct Pool {
 pub struct CoreContact {
     pub addr: String,
     pub token: String,
+    /// The CA file workers verify the core's TLS certificate with (`TELHA_CA`), when TLS is on.
+    pub ca: Option<String>,
 }
 
 impl Pool {
@@ -268,6 +270,8 @@ impl PoolActor {
                     terminate(p, KillReason::Stop, &queue);
                 }
             }
+            // Observers' events (crate::ops).
+            _ => {}
         }
     }
 
@@ -382,6 +386,9 @@ impl PoolActor {
         env.insert("TELHA_WORKER_ID".into(), worker_id.clone());
         env.insert("TELHA_TOKEN".into(), self.contact.token.clone());
         env.insert("TELHA_FORMATS".into(), self.config.formats.join(","));
+        if let Some(ca) = &self.contact.ca {
+            env.insert("TELHA_CA".into(), ca.clone());
+        }
         let spec = SpawnSpec {
             pool: self.name.clone(),
             worker_id: worker_id.clone(),
@@ -454,6 +461,7 @@ impl PoolActor {
         p.tail.settled().await;
         let tail = p.tail.text_since(p.job_mark);
         let class = classify(exit, &tail, p.killed);
+        let _ = self.core.events.send(CoreEvent::Exited { pool: self.name.clone(), slot: i, worker: p.worker_id.clone(), kind: class.kind.map(|k| k.as_str()), code: exit.code, signal: exit.signal });
         let stopping = self.stopping.is_some();
         match class.kind {
             None => {

@@ -178,7 +178,7 @@ impl SupervisorActor {
                 Ok(Ok(CoreEvent::Granted { job, .. })) => {
                     held.insert(job);
                 }
-                Ok(Ok(CoreEvent::Polling { .. })) => {}
+                Ok(Ok(_)) => {}
                 // Events were missed: look again.
                 Ok(Err(broadcast::error::RecvError::Lagged(_))) => held = self.leased().await,
                 Ok(Err(broadcast::error::RecvError::Closed)) | Err(_) => break,

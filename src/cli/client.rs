@@ -78,7 +78,17 @@ impl Client {
                     .to_string()
             }
         };
-        Self::at(&addr, &token)
+        let ca = match (&g.ca, config.server.tls(), &config.server.tls_ca) {
+            (Some(ca), _, _) => Some(ca.clone()),
+            (None, true, Some(ca)) => Some(ca.clone()),
+            (None, true, None) => bail!("{} turns TLS on ([server].tls_cert): give the CA that signed it with --ca or TELHA_CA", config_name(g)),
+            (None, false, _) => None,
+        };
+        let ca_pem = match &ca {
+            Some(p) => Some(std::fs::read(p).with_context(|| format!("cannot read the CA file {}", p.display()))?),
+            None => None,
+        };
+        Self::at_with(&addr, &token, ca_pem)
             .await
             .map_err(|_| anyhow!("no telha server at {addr} (from {from}): start one with `telha serve --config {}`", config_name(g)))
     }
@@ -101,11 +111,22 @@ impl Client {
         }
     }
 
-    /// Connects to `addr` with `token`.
+    /// Connects to `addr` with `token`, in plaintext.
     pub async fn at(addr: &str, token: &str) -> Result<Self> {
+        Self::at_with(addr, token, None).await
+    }
+
+    /// Connects to `addr` with `token`; over TLS verified against `ca_pem` when given.
+    pub async fn at_with(addr: &str, token: &str, ca_pem: Option<Vec<u8>>) -> Result<Self> {
         let header: MetadataValue<_> = format!("Bearer {token}").parse().map_err(|_| anyhow!("the token contains characters not allowed in a header"))?;
-        let uri = if addr.contains("://") { addr.to_string() } else { format!("http://{addr}") };
-        let channel = Channel::from_shared(uri).map_err(|e| anyhow!("bad server address {addr:?}: {e}"))?.connect_timeout(std::time::Duration::from_secs(5)).connect().await?;
+        let scheme = if ca_pem.is_some() { "https" } else { "http" };
+        let uri = if addr.contains("://") { addr.to_string() } else { format!("{scheme}://{addr}") };
+        let mut endpoint = Channel::from_shared(uri).map_err(|e| anyhow!("bad server address {addr:?}: {e}"))?.connect_timeout(std::time::Duration::from_secs(5));
+        if let Some(pem) = ca_pem {
+            let tls = tonic::transport::ClientTlsConfig::new().ca_certificate(tonic::transport::Certificate::from_pem(pem));
+            endpoint = endpoint.tls_config(tls).map_err(|e| anyhow!("TLS: {e}"))?;
+        }
+        let channel = endpoint.connect().await?;
         Ok(Self { ingest: IngestServiceClient::with_interceptor(channel, BearerToken(header)).max_decoding_message_size(64 << 20) })
     }
 }

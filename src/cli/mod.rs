@@ -31,6 +31,10 @@ pub struct Global {
     /// Server address (host:port); default from TELHA_ADDR, then [server].listen.
     #[arg(long, global = true, env = "TELHA_ADDR")]
     pub addr: Option<String>,
+    /// CA certificate (PEM) to verify a TLS server with; default `[server].tls_ca` of the
+    /// config when it turns TLS on. With it the client speaks TLS.
+    #[arg(long, global = true, env = "TELHA_CA")]
+    pub ca: Option<PathBuf>,
     /// Print one JSON document instead of text.
     #[arg(long, global = true)]
     pub json: bool,

@@ -17,6 +17,8 @@ use crate::proto::*;
 pub async fn run(g: &Global, args: RunArgs) -> Result<ExitCode> {
     let mut config = load_config(g)?;
     config.server.listen = "127.0.0.1:0".into();
+    // A one-shot needs no operations endpoint (and must not contend for a running server's).
+    config.server.http_listen = Some(String::new());
     let plan = plan_inputs(g, &args.inputs, args.format.as_ref())?;
     if plan.is_empty() {
         bail!("nothing to ingest in {}", args.inputs.join(" "));
@@ -27,6 +29,7 @@ pub async fn run(g: &Global, args: RunArgs) -> Result<ExitCode> {
     }
     let options = options_json(&args.options)?;
     let token_path = config.server.token_path();
+    let tls_ca = if config.server.tls() { config.server.tls_ca.clone().or_else(|| g.ca.clone()) } else { None };
 
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let (bound_tx, bound_rx) = tokio::sync::oneshot::channel();
@@ -49,7 +52,13 @@ pub async fn run(g: &Global, args: RunArgs) -> Result<ExitCode> {
         }
     };
     let token = std::fs::read_to_string(&token_path).map_err(|e| anyhow!("{}: {e}", token_path.display()))?;
-    let mut client = Client::at(&addr.to_string(), token.trim()).await?;
+    // Under TLS the embedded client dials `localhost`, the name the certificate carries for
+    // the supervised workers too.
+    let (target, ca) = match &tls_ca {
+        Some(ca) => (format!("localhost:{}", addr.port()), Some(std::fs::read(ca).map_err(|e| anyhow!("{}: {e}", ca.display()))?)),
+        None => (addr.to_string(), None),
+    };
+    let mut client = Client::at_with(&target, token.trim(), ca).await?;
 
     let started = Instant::now();
     let items = plan

@@ -101,12 +101,55 @@ impl Encoded {
                 let msg = msg.rfind(" at line ").map_or(msg.as_str(), |i| &msg[..i]).to_string();
                 wire::WireError::field(at, format!("{msg}: the store keeps properties exactly, so this value is refused"))
             })?;
+            if let Some(token) = inexact_integer(raw.get()) {
+                return Err(wire::WireError::field(path, format!("the integer {token} does not fit 64 bits (-2^63 ..= 2^64-1, and not -0): the store keeps properties exactly, so this value is refused")));
+            }
             serde_json::to_string(&value).map_err(|e| wire::WireError::field(path, e.to_string()))
         }
         let nodes = sub.nodes.iter().enumerate().map(|(i, n)| text(format!("nodes[{i}].properties"), n.properties.as_deref())).collect::<Result<_, _>>()?;
         let edges = sub.relationships.iter().enumerate().map(|(i, r)| text(format!("relationships[{i}].properties"), r.properties.as_deref())).collect::<Result<_, _>>()?;
         Ok(Self { nodes, edges })
     }
+}
+
+/// The first integer literal in the JSON text `raw` that a parsed value would not keep
+/// exactly: past 64 bits (it would come back as the nearest double) or `-0` (it would
+/// come back as the double -0.0). `raw` is valid JSON; numbers with a fraction or an
+/// exponent are doubles on both sides and pass. The workers' builder refuses the same.
+fn inexact_integer(raw: &str) -> Option<&str> {
+    let bytes = raw.as_bytes();
+    let (mut i, mut in_string) = (0, false);
+    while i < bytes.len() {
+        let b = bytes[i];
+        if in_string {
+            match b {
+                b'\\' => i += 1,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            i += 1;
+            continue;
+        }
+        if b == b'"' {
+            in_string = true;
+            i += 1;
+            continue;
+        }
+        if b == b'-' || b.is_ascii_digit() {
+            let start = i;
+            while i < bytes.len() && matches!(bytes[i], b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E') {
+                i += 1;
+            }
+            let token = &raw[start..i];
+            let integer = !token.contains(['.', 'e', 'E']);
+            if integer && (token == "-0" || (token.parse::<i64>().is_err() && token.parse::<u64>().is_err())) {
+                return Some(token);
+            }
+            continue;
+        }
+        i += 1;
+    }
+    None
 }
 
 /// An accepted submission with what the core made of it.

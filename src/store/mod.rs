@@ -75,6 +75,8 @@ pub struct Store {
     ops: mpsc::Sender<writer::Op>,
     /// Job ids whose record changed, published after each commit (for WatchJob).
     changes: broadcast::Sender<u64>,
+    /// Told each commit's size and duration (metrics); set at most once.
+    commits: Arc<std::sync::OnceLock<writer::CommitObserver>>,
 }
 
 impl Store {
@@ -101,8 +103,9 @@ impl Store {
         }
         let blobs = BlobStore::open(&data_dir.join("blobs"))?;
         let (changes, _) = broadcast::channel(4096);
-        let (ops, thread) = writer::spawn(db.clone(), max_batch, changes.clone())?;
-        Ok(Self { db: Arc::new(RwLock::new(Some(db))), writer: Arc::new(Mutex::new(Some(thread))), blobs, ops, changes })
+        let commits = Arc::new(std::sync::OnceLock::new());
+        let (ops, thread) = writer::spawn(db.clone(), max_batch, changes.clone(), commits.clone())?;
+        Ok(Self { db: Arc::new(RwLock::new(Some(db))), writer: Arc::new(Mutex::new(Some(thread))), blobs, ops, changes, commits })
     }
 
     /// Runs `f` inside a write transaction shared with other concurrent changes, and
@@ -149,6 +152,12 @@ impl Store {
 
     pub fn blobs(&self) -> &BlobStore {
         &self.blobs
+    }
+
+    /// Has the writer call `observer(changes, duration)` after every durable commit
+    /// (the metrics' hook). Only the first observer set is kept.
+    pub fn observe_commits(&self, observer: writer::CommitObserver) {
+        let _ = self.commits.set(observer);
     }
 
     pub fn subscribe(&self) -> broadcast::Receiver<u64> {

@@ -22,6 +22,9 @@ impl Tx<'_> {
     }
 }
 
+/// Told (changes in the batch, time from begin to durable commit) after each commit.
+pub type CommitObserver = Box<dyn Fn(usize, std::time::Duration) + Send + Sync>;
+
 /// Called with the commit's outcome, after the commit.
 type Finish = Box<dyn FnOnce(Result<(), String>) + Send>;
 /// A change: applies itself, says whether storage failed, and leaves a finisher.
@@ -61,15 +64,15 @@ where
 
 /// Starts the writer thread; returns its inbox and its handle (joined at close). The
 /// thread owns a handle to the database until it stops.
-pub(super) fn spawn(db: Arc<Database>, max_batch: usize, changes: broadcast::Sender<u64>) -> Result<(mpsc::Sender<Op>, std::thread::JoinHandle<()>), StoreError> {
+pub(super) fn spawn(db: Arc<Database>, max_batch: usize, changes: broadcast::Sender<u64>, observer: Arc<std::sync::OnceLock<CommitObserver>>) -> Result<(mpsc::Sender<Op>, std::thread::JoinHandle<()>), StoreError> {
     let (tx, rx) = mpsc::channel::<Op>(max_batch.max(64) * 2);
     let thread = std::thread::Builder::new()
         .name("telha-store-writer".into())
-        .spawn(move || run(db, rx, max_batch, &changes))?;
+        .spawn(move || run(db, rx, max_batch, &changes, &observer))?;
     Ok((tx, thread))
 }
 
-fn run(db: Arc<Database>, mut rx: mpsc::Receiver<Op>, max_batch: usize, changes: &broadcast::Sender<u64>) {
+fn run(db: Arc<Database>, mut rx: mpsc::Receiver<Op>, max_batch: usize, changes: &broadcast::Sender<u64>, observer: &std::sync::OnceLock<CommitObserver>) {
     let mut batch: Vec<Change> = Vec::with_capacity(max_batch);
     let mut stop = false;
     while !stop {
@@ -87,21 +90,31 @@ fn run(db: Arc<Database>, mut rx: mpsc::Receiver<Op>, max_batch: usize, changes:
                 Err(_) => break,
             }
         }
-        commit_batch(&db, &mut batch, changes);
+        let (n, started) = (batch.len(), std::time::Instant::now());
+        if commit_batch(&db, &mut batch, changes) {
+            if let Some(observe) = observer.get() {
+                observe(n, started.elapsed());
+            }
+        }
     }
     // Changes sent after the stop are dropped unanswered: their callers get WriterGone.
     rx.close();
     tracing::debug!("store writer stopped");
 }
 
-fn commit_batch(db: &Database, batch: &mut Vec<Change>, changes: &broadcast::Sender<u64>) {
+/// Applies and commits one batch; true when it committed.
+fn commit_batch(db: &Database, batch: &mut Vec<Change>, changes: &broadcast::Sender<u64>) -> bool {
     let n = batch.len();
     let mut txn = match db.begin_write() {
         Ok(t) => t,
-        Err(e) => return fail_all(batch, &e.to_string()),
+        Err(e) => {
+            fail_all(batch, &e.to_string());
+            return false;
+        }
     };
     if let Err(e) = txn.set_durability(Durability::Immediate) {
-        return fail_all(batch, &e.to_string());
+        fail_all(batch, &e.to_string());
+        return false;
     }
     let started = std::time::Instant::now();
     let mut changed = Vec::new();
@@ -130,7 +143,8 @@ fn commit_batch(db: &Database, batch: &mut Vec<Change>, changes: &broadcast::Sen
         }),
     };
     tracing::trace!(ops = n, apply_us = applied.as_micros() as u64, commit_us = (started.elapsed() - applied).as_micros() as u64, "store batch");
-    if outcome.is_ok() {
+    let committed = outcome.is_ok();
+    if committed {
         changed.sort_unstable();
         changed.dedup();
         for id in changed {
@@ -140,6 +154,7 @@ fn commit_batch(db: &Database, batch: &mut Vec<Change>, changes: &broadcast::Sen
     for finish in finishers {
         finish(outcome.clone());
     }
+    committed
 }
 
 fn fail_all(batch: &mut Vec<Change>, reason: &str) {

@@ -337,3 +337,20 @@ pub fn result_with_nodes(n: usize) -> String {
 pub fn path_str(p: &Path) -> &str {
     p.to_str().expect("utf-8 path")
 }
+
+/// A CA and a server certificate for `localhost` and 127.0.0.1 (plus `extra` names),
+/// written as ca.pem, cert.pem and key.pem in `dir`.
+pub fn make_tls(dir: &Path, extra: &[&str]) {
+    use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
+    let ca_key = KeyPair::generate().expect("CA key");
+    let mut ca = CertificateParams::new(Vec::<String>::new()).expect("CA params");
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca.distinguished_name.push(DnType::CommonName, "telha test CA");
+    let ca = ca.self_signed(&ca_key).expect("CA");
+    let key = KeyPair::generate().expect("server key");
+    let names: Vec<String> = ["localhost", "127.0.0.1"].iter().chain(extra).map(|s| s.to_string()).collect();
+    let cert = CertificateParams::new(names).expect("params").signed_by(&key, &ca, &ca_key).expect("server certificate");
+    std::fs::write(dir.join("ca.pem"), ca.pem()).expect("ca.pem");
+    std::fs::write(dir.join("cert.pem"), cert.pem()).expect("cert.pem");
+    std::fs::write(dir.join("key.pem"), key.serialize_pem()).expect("key.pem");
+}

@@ -301,7 +301,8 @@ def _valid(rng: random.Random) -> Case:
     ]
     props = {f"p{i}": rng.choice(values) for i in range(rng.randint(0, 6))}
     if rng.random() < 0.3:
-        props["big"] = rng.choice([2**64 + 1, 18446744073709551615, 10**30])
+        # The 64-bit extremes (past them the core refuses: see _number_edges).
+        props["big"] = rng.choice([2**64 - 1, -(2**63), 2**53 + 1])
     nodes = [{"labels": ["DOCUMENT"], "properties": props, "spanRefs": list(range(len(spans)))}]
     nodes += [
         {"labels": ["PARAGRAPH", "X"], "properties": {"i": i}, "spanRefs": [i]}

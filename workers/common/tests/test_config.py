@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from workers_common import ConfigError, WorkerConfig
@@ -56,3 +58,15 @@ def test_each_variable_is_required(missing: str) -> None:
 def test_malformed_values_are_refused(name: str, value: str) -> None:
     with pytest.raises(ConfigError, match=name):
         WorkerConfig.from_env({**GOOD, name: value})
+
+
+def test_telha_ca_is_read_and_a_bad_one_refused(tmp_path: Path) -> None:
+    assert WorkerConfig.from_env(GOOD).ca_pem is None
+    pem = b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
+    (tmp_path / "ca.pem").write_bytes(pem)
+    config = WorkerConfig.from_env({**GOOD, "TELHA_CA": str(tmp_path / "ca.pem")})
+    assert config.ca_pem == pem
+    (tmp_path / "junk.pem").write_text("not a certificate")
+    for bad in ("junk.pem", "missing.pem"):
+        with pytest.raises(ConfigError, match="TELHA_CA"):
+            WorkerConfig.from_env({**GOOD, "TELHA_CA": str(tmp_path / bad)})

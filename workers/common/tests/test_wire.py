@@ -63,8 +63,15 @@ def test_copy_is_private() -> None:
         ({"a": [1.0, float("nan")]}, ValueError, "v.a[1]: nan is not a JSON number"),
         ({1: "x"}, TypeError, "v: key 1 is int, not str"),
         (["ok", "\udc80"], ValueError, "v[1]: string is not encodable as UTF-8"),
+        ({"n": [1 << 64]}, ValueError, "v.n[0]: the integer 18446744073709551616 does not fit"),
+        ({"n": -(1 << 63) - 1}, ValueError, "v.n: the integer -9223372036854775809 does not fit"),
     ],
 )
 def test_errors_name_the_path(value: object, error: type[Exception], message: str) -> None:
     with pytest.raises(error, match=message.replace("[", r"\[").replace("]", r"\]")):
         json_value(value, "v")
+
+
+def test_the_64_bit_extremes_are_kept() -> None:
+    extremes = {"max": (1 << 64) - 1, "min": -(1 << 63), "zero": -0}
+    assert json_value(extremes, "v") == extremes

@@ -34,6 +34,9 @@ class WorkerConfig:
     worker_id: str
     token: str
     formats: tuple[str, ...]
+    ca_pem: bytes | None = None
+    """PEM CA certificate(s) from the file `TELHA_CA` names: the channel speaks TLS and
+    verifies the core's certificate with them. None: plaintext."""
 
     @property
     def is_unix(self) -> bool:
@@ -41,12 +44,13 @@ class WorkerConfig:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> WorkerConfig:
-        """Reads TELHA_CORE_ADDR, TELHA_WORKER_ID, TELHA_TOKEN and TELHA_FORMATS."""
+        """Reads TELHA_CORE_ADDR, TELHA_WORKER_ID, TELHA_TOKEN, TELHA_FORMATS and TELHA_CA."""
         return cls(
             core_addr=_core_addr(_required(env, "TELHA_CORE_ADDR")),
             worker_id=_required(env, "TELHA_WORKER_ID"),
             token=_token(_required(env, "TELHA_TOKEN")),
             formats=_formats(_required(env, "TELHA_FORMATS")),
+            ca_pem=_ca(env.get("TELHA_CA", "").strip()),
         )
 
 
@@ -69,6 +73,19 @@ def _core_addr(value: str) -> str:
     if match is None or not 0 < int(match["port"]) < 65536:
         raise ConfigError(f"TELHA_CORE_ADDR={value!r}: want host:port or unix:/path")
     return value
+
+
+def _ca(path: str) -> bytes | None:
+    if not path:
+        return None
+    try:
+        with open(path, "rb") as f:
+            pem = f.read()
+    except OSError as e:
+        raise ConfigError(f"TELHA_CA={path!r}: {e.strerror}") from None
+    if b"-----BEGIN CERTIFICATE-----" not in pem:
+        raise ConfigError(f"TELHA_CA={path!r}: no PEM certificate in it")
+    return pem
 
 
 def _token(value: str) -> str:

@@ -83,7 +83,12 @@ class CoreClient:
         if config.is_unix:
             # tonic resets streams whose :authority is the socket path (NOTES.md).
             options.append(("grpc.default_authority", "localhost"))
-        self._channel = grpc.insecure_channel(config.core_addr, options=options)
+        if config.ca_pem is not None:
+            # A worker on another host: TLS, the core's certificate checked against TELHA_CA.
+            credentials = grpc.ssl_channel_credentials(root_certificates=config.ca_pem)
+            self._channel = grpc.secure_channel(config.core_addr, credentials, options=options)
+        else:
+            self._channel = grpc.insecure_channel(config.core_addr, options=options)
         # The generated stub is untyped; mypy sees it as Any, the methods below add types.
         self._stub = telha_pb2_grpc.WorkerServiceStub(self._channel)
 

@@ -147,6 +147,11 @@ class _NotPlain(Exception):
     """Raised inside the fast copy: the value needs the checked walk (to copy or to report)."""
 
 
+# The integers the core stores exactly (int64 and uint64; src/graph/apply.rs inexact_integer).
+_INT_MIN = -(1 << 63)
+_INT_MAX = (1 << 64) - 1
+
+
 def _plain_copy(value: object) -> JsonValue:
     # The fast path for the data workers actually send (exact str/int/float/bool/None,
     # dict and list): no error paths are formatted on the way, which is most of the cost
@@ -179,7 +184,10 @@ def _plain_item(item: Any) -> JsonValue:
             raise _NotPlain
     elif kind is dict or kind is list or kind is tuple:
         return _plain_copy(item)
-    elif not (kind is int or kind is bool or item is None):
+    elif kind is int:
+        if not _INT_MIN <= item <= _INT_MAX:
+            raise _NotPlain
+    elif not (kind is bool or item is None):
         raise _NotPlain
     plain: JsonValue = item
     return plain
@@ -191,6 +199,19 @@ def _encodable(text: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+def _checked_scalar(value: bool | int | float | None, where: str) -> JsonValue:
+    if isinstance(value, int) and not isinstance(value, bool):
+        if not _INT_MIN <= value <= _INT_MAX:
+            raise ValueError(
+                f"{where}: the integer {value} does not fit 64 bits (-2**63 ..= 2**64-1): the"
+                " core keeps properties exactly and refuses it (send it as a string)"
+            )
+        return int(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{where}: {value!r} is not a JSON number")
+    return value
 
 
 def json_value(value: object, where: str) -> JsonValue:
@@ -214,12 +235,8 @@ def _checked_copy(value: object, where: str) -> JsonValue:
         except UnicodeEncodeError as err:
             raise ValueError(f"{where}: string is not encodable as UTF-8 ({err.reason})") from err
         return value
-    if value is None or isinstance(value, bool | int):
-        return value
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise ValueError(f"{where}: {value!r} is not a JSON number")
-        return value
+    if value is None or isinstance(value, bool | int | float):
+        return _checked_scalar(value, where)
     if isinstance(value, Mapping):
         copied: dict[str, JsonValue] = {}
         for key, item in value.items():
