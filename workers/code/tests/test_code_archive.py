@@ -195,6 +195,24 @@ def test_hostile_zip_members_are_skipped_and_counted(tmp_path: Path) -> None:
     assert _repository(subs)["skipped"] == {"path_traversal": 2, "symlink": 1}
 
 
+def test_a_member_in_a_compression_method_zipfile_lacks_is_skipped_and_counted(
+    tmp_path: Path,
+) -> None:
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as archive:
+        archive.writestr("ok.py", "x = 1\n")
+        archive.writestr("odd.py", "y = 2\n")
+    data = bytearray(out.getvalue())
+    # odd.py's method (stored, 0) becomes deflate64 (9) in its local and central headers.
+    local = data.rindex(b"PK\x03\x04", 0, data.index(b"odd.py"))
+    central = data.rindex(b"PK\x01\x02", 0, data.rindex(b"odd.py"))
+    data[local + 8 : local + 10] = (9).to_bytes(2, "little")
+    data[central + 10 : central + 12] = (9).to_bytes(2, "little")
+    subs = _run(tmp_path, "deflate64.zip", bytes(data))
+    assert sorted(_children(subs)) == ["ok.py"]
+    assert _repository(subs)["skipped"] == {"unsupported_compression": 1}
+
+
 def test_a_zip_bomb_is_too_large_before_anything_is_inflated(tmp_path: Path) -> None:
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:

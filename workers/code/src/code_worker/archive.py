@@ -212,13 +212,22 @@ def _read_zip(reader: _Reader) -> None:
                 continue
             if info.file_size > reader.limits.max_file_bytes:
                 reader.add(path, info.file_size, None)
-                continue
-            try:
-                with archive.open(info) as handle:
-                    data = handle.read(reader.limits.max_file_bytes + 1)
-            except _CORRUPT as err:  # CRC mismatch, truncated stream, bad header
-                raise InvalidInput(f"corrupt zip member {path!r}: {err}") from err
-            reader.add(path, info.file_size, data)
+            else:
+                _read_zip_member(archive, info, path, reader)
+
+
+def _read_zip_member(
+    archive: zipfile.ZipFile, info: zipfile.ZipInfo, path: str, reader: _Reader
+) -> None:
+    try:
+        with archive.open(info) as handle:
+            data = handle.read(reader.limits.max_file_bytes + 1)
+    except NotImplementedError:  # a compression method zipfile lacks (deflate64, ...)
+        reader.listing.skipped["unsupported_compression"] += 1
+        return
+    except _CORRUPT as err:  # CRC mismatch, truncated stream, bad header
+        raise InvalidInput(f"corrupt zip member {path!r}: {err}") from err
+    reader.add(path, info.file_size, data)
 
 
 def _tar_members(archive: tarfile.TarFile, reader: _Reader) -> Iterator[tarfile.TarInfo]:
