@@ -158,3 +158,27 @@ async fn an_early_partial_waits_a_bounded_time_and_a_gap_is_protocol() {
     assert_eq!(job.state, "dead", "{job:?}");
     assert_eq!(job.failures.iter().map(|f| f.kind.as_str()).collect::<Vec<_>>(), vec!["protocol"]);
 }
+
+/// A partial pipelined behind a predecessor that is slow to apply (a large one) is not a
+/// gap: it waits while the predecessor is with the core, past `partial_wait_secs`.
+#[tokio::test]
+async fn a_partial_behind_a_slow_predecessor_waits_for_it_past_the_partial_wait() {
+    let s = Server::start(Some("max_attempts = 3\nlease_secs = 30\npartial_wait_secs = 0.05\nbackoff_base_ms = 50\nbackoff_max_ms = 100"));
+    let mut w = Worker::connect(&s, "w", &["txt"]).await;
+    let j = take(&s, &mut w, "slow").await;
+    // 50,000 nodes in ~2 MB: received at once, then seconds of validating and applying.
+    let nodes: Vec<Value> = (0..50_000).map(|i| json!({"labels": ["LINE"], "properties": {"i": i}})).collect();
+    let first = json!({"v":1,"seq":0,"partial":true,"canonicalText":"head\n","nodes": nodes}).to_string();
+    let second = json!({"v":1,"seq":1,"partial":false,"canonicalText":"tail\n","nodes":[{"labels":["DOC"],"properties":{}}]}).to_string();
+    let mut client = w.client.clone();
+    let r = IngestionResult { job_id: j.job_id.clone(), success: true, result_json: first.into_bytes(), worker_id: w.id.clone(), attempt: j.attempt, ..Default::default() };
+    let slow = tokio::spawn(async move { client.submit_ingestion_result(r).await.expect("submit result").into_inner() });
+    // Past the transfer of the first (the core sees a submission once it is received whole).
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let r = w.succeed(&j, &second).await;
+    let r0 = slow.await.unwrap();
+    assert!(r0.accepted, "{}", r0.reason);
+    assert!(r.accepted, "{}", r.reason);
+    let job = s.wait_for(&j.job_id, Duration::from_secs(10), |j| j.state == "succeeded").await;
+    assert!(job.failures.is_empty(), "{:?}", job.failures);
+}

@@ -118,6 +118,9 @@ pub struct Core {
     pub events: broadcast::Sender<CoreEvent>,
     /// Swapped whole on SIGHUP; readers take a snapshot.
     config: Arc<RwLock<Arc<Config>>>,
+    /// The submissions being received, parsed, validated or applied now, by lease:
+    /// a partial waiting for its predecessor tells a slow predecessor from a gap.
+    pub(crate) arriving: submission::Arriving,
 }
 
 impl Core {
@@ -149,7 +152,7 @@ impl Core {
         for (id, due) in retrying {
             leases.schedule(id, due).await?;
         }
-        Ok(Self { store, queue, leases, policy, events, config: Arc::new(RwLock::new(Arc::new(config))) })
+        Ok(Self { store, queue, leases, policy, events, config: Arc::new(RwLock::new(Arc::new(config))), arriving: submission::Arriving::default() })
     }
 
     /// Stops the lease and queue actors, then closes the store (its writer thread joined,

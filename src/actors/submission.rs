@@ -3,6 +3,8 @@
 //! pipelined partial for its predecessor (bounded, the lease kept alive meanwhile),
 //! and the failure of a malformed submission as `protocol`. The RPC layer converts
 //! the proto into a [`WorkerResult`], calls [`Core::submit_result`] and maps the error.
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use tokio::sync::broadcast;
@@ -56,6 +58,62 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> 
     tokio::task::spawn_blocking(f).await.map_err(|e| CoreError::Io(format!("blocking task: {e}")))
 }
 
+/// The submissions of each lease that the core holds now, from arrival to reply: by
+/// seq once parsed, counted before. Shared by the RPC tasks; a guard takes its entry out
+/// however the call ends.
+#[derive(Clone, Default)]
+pub(crate) struct Arriving(Arc<Mutex<HashMap<(u64, u64), Held>>>);
+
+#[derive(Default)]
+struct Held {
+    unparsed: usize,
+    seqs: HashSet<u32>,
+}
+
+impl Arriving {
+    fn enter(&self, job: u64, attempt: u64, seq: Option<u32>) -> ArrivingGuard {
+        let mut map = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let held = map.entry((job, attempt)).or_default();
+        match seq {
+            Some(s) => {
+                held.seqs.insert(s);
+            }
+            None => held.unparsed += 1,
+        }
+        ArrivingGuard { arriving: self.clone(), key: (job, attempt), seq }
+    }
+
+    /// Whether submission `seq` of the lease may be with the core now: held by that
+    /// seq, or one of the lease's submissions is not parsed yet.
+    fn may_hold(&self, job: u64, attempt: u64, seq: u32) -> bool {
+        let map = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        map.get(&(job, attempt)).is_some_and(|h| h.unparsed > 0 || h.seqs.contains(&seq))
+    }
+}
+
+struct ArrivingGuard {
+    arriving: Arriving,
+    key: (u64, u64),
+    seq: Option<u32>,
+}
+
+impl Drop for ArrivingGuard {
+    fn drop(&mut self) {
+        let mut map = self.arriving.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(held) = map.get_mut(&self.key) {
+            match self.seq {
+                Some(s) => {
+                    held.seqs.remove(&s);
+                }
+                None => held.unparsed = held.unparsed.saturating_sub(1),
+            }
+            if held.unparsed == 0 && held.seqs.is_empty() {
+                map.remove(&self.key);
+            }
+        }
+    }
+}
+
 impl Core {
     /// Applies a worker's result (see the module docs).
     pub async fn submit_result(&self, r: WorkerResult) -> Result<SubmitReply, CoreError> {
@@ -96,7 +154,12 @@ impl Core {
         // workers (a partial may be tens of MB of JSON). A partial may arrive before its
         // predecessor is accepted (workers pipeline): it is parsed meanwhile, then
         // waits for the predecessor's text offset to validate its spans.
+        // Entered until this call returns: a successor waiting on this submission keeps
+        // waiting while it is parsed, validated and applied, however long that takes.
+        let unparsed = self.arriving.enter(id, attempt, None);
         let parsed = blocking(move || wire::parse(&bytes).map(|sub| (sub, bytes))).await?;
+        let _arriving = parsed.as_ref().ok().map(|(sub, _)| self.arriving.enter(id, attempt, Some(sub.seq)));
+        drop(unparsed);
         let checked = match parsed {
             Err(e) => Err(e),
             Ok((sub, bytes)) => match self.base_when_ready(id, attempt, sub.seq).await? {
@@ -144,7 +207,9 @@ impl Core {
     /// predecessor is accepted. A gap is an error naming it: `seq - 2` not accepted
     /// (at most two partials are in flight), or `seq - 1` not accepted within
     /// `[jobs] partial_wait_secs`, during which the lease is kept alive (the core holds
-    /// the worker's call; the worker is not silent). For a lease that is not current, 0:
+    /// the worker's call; the worker is not silent). The wait counts only while no
+    /// submission of the lease that may be `seq - 1` is with the core: a predecessor
+    /// that arrived and is slow to parse, validate or apply is waited for. For a lease that is not current, 0:
     /// the store fences the submission.
     async fn base_when_ready(&self, job: u64, attempt: u64, seq: u32) -> Result<Result<u64, WireError>, CoreError> {
         let gap = |missing: u32, why: &str| WireError::field("seq", format!("{seq} leaves a gap: seq {missing} of this lease {why}"));
@@ -153,7 +218,7 @@ impl Core {
         let keep_alive_every = (config.jobs.lease() / 3).max(Duration::from_millis(10));
         // Subscribed before looking, so that a commit between the look and the wait is heard.
         let mut changes = self.store.subscribe();
-        let deadline = tokio::time::Instant::now() + wait;
+        let mut deadline = tokio::time::Instant::now() + wait;
         let mut next_keep_alive = tokio::time::Instant::now();
         loop {
             let store = self.store.clone();
@@ -165,6 +230,11 @@ impl Core {
             }
             loop {
                 let now = tokio::time::Instant::now();
+                // The predecessor is still with the core (parsed, validated or applied now):
+                // not a gap, however slow; the wait restarts once it is gone.
+                if seq > 0 && self.arriving.may_hold(job, attempt, seq - 1) {
+                    deadline = now + wait;
+                }
                 if now >= deadline {
                     return Ok(Err(gap(seq.saturating_sub(1), &format!("was not accepted within {} s", wait.as_secs_f64()))));
                 }
