@@ -207,6 +207,18 @@ def test_heartbeats_keep_a_job_alive_past_its_lease(
     assert (done["state"], done["failures"], done["attempts"]) == ("succeeded", [], 0), worker.log()
 
 
+def test_the_default_heartbeat_follows_a_lease_shorter_than_the_seeds_interval(
+    core: Core, workers: Callable[..., WorkerProcess], tmp_path: Path
+) -> None:
+    """No interval configured (the seed's 60 s) against a 2 s lease: the harness beats at a
+    third of the lease the core granted, and a job 2.5 leases long keeps its first lease."""
+    worker = workers(core)
+    options = {"mode": "slow", "sleep_secs": LEASE_SECS * 2.5}
+    job = core.ingest(write(tmp_path, "slow.txt", b"slow"), options=options)
+    done = core.wait_job(job["id"], worker=worker)
+    assert (done["state"], done["failures"], done["attempts"]) == ("succeeded", [], 0), worker.log()
+
+
 def test_without_heartbeats_the_lease_expires_and_the_late_result_is_refused(
     core: Core, workers: Callable[..., WorkerProcess], tmp_path: Path
 ) -> None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import threading
+import time
 from collections.abc import Sequence
 
 import grpc
@@ -83,3 +85,43 @@ def test_default_interval_is_the_seed_constant(monkeypatch: pytest.MonkeyPatch) 
     assert workers_common.HEARTBEAT_INTERVAL_SECS == 60
     monkeypatch.setattr(heartbeat, "HEARTBEAT_INTERVAL_SECS", 0.5)
     assert Heartbeater(InFlight(), lambda _l: set())._interval == 0.5
+
+
+def test_a_lease_shorter_than_three_intervals_is_beaten_at_a_third_of_its_length() -> None:
+    """A core with short leases (lease_secs = 0.6 here; 30 in a real config, under the
+    seed's 60 s interval) gets beats every third of the lease, from a lease added while
+    the thread was already waiting out the long interval."""
+    in_flight = InFlight()
+    beats: list[float] = []
+    beaten = threading.Semaphore(0)
+
+    def beat(leases: Sequence[tuple[str, int]]) -> set[str]:
+        beats.append(time.monotonic())
+        beaten.release()
+        return {job_id for job_id, _ in leases}
+
+    heartbeater = Heartbeater(in_flight, beat)  # the default: the seed's 60 s, adapting
+    assert heartbeater.interval() == 60
+    heartbeater.start()
+    try:
+        time.sleep(0.05)  # the thread now waits out its 60 s
+        added = time.monotonic()
+        in_flight.add("short", 1, deadline_us=int((time.time() + 0.6) * 1e6))
+        assert 0.1 < heartbeater.interval() <= 0.2
+        for _ in range(3):
+            assert beaten.acquire(timeout=5), "no beat within 5 s"
+        assert beats[0] - added < 0.5, "the first beat came after the lease would have run out"
+        assert all(b - a < 0.5 for a, b in itertools.pairwise(beats))
+    finally:
+        heartbeater.stop()
+
+
+def test_a_deadline_in_the_past_or_absent_keeps_the_interval() -> None:
+    in_flight = InFlight()
+    in_flight.add("skewed", 1, deadline_us=int((time.time() - 5) * 1e6))
+    in_flight.add("unknown", 1)
+    assert Heartbeater(in_flight, lambda _l: set()).interval() == 60
+    # An interval given explicitly is kept, short leases or not.
+    in_flight.add("short", 1, deadline_us=int((time.time() + 0.6) * 1e6))
+    assert Heartbeater(in_flight, lambda _l: set(), interval=60).interval() == 60
+    assert Heartbeater(in_flight, lambda _l: set()).interval() < 1

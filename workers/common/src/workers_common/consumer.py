@@ -64,7 +64,9 @@ class WorkerConsumer:
         backoff: Backoff | None = None,
     ) -> None:
         """`handlers` maps each format to its handler; `config` defaults to the TELHA_*
-        environment, read by run(); `heartbeat_interval` defaults to HEARTBEAT_INTERVAL_SECS."""
+        environment, read by run(); `heartbeat_interval` defaults to HEARTBEAT_INTERVAL_SECS,
+        or a third of the shortest lease held when that is sooner (given explicitly, it is
+        kept as given)."""
         self._handlers = dict(handlers)
         self._config = config
         self._heartbeat_interval = heartbeat_interval
@@ -207,7 +209,7 @@ class WorkerConsumer:
     ) -> None:
         with self._lock:
             self._busy = True
-        lease = self._in_flight.add(payload.job_id, payload.attempt)
+        lease = self._in_flight.add(payload.job_id, payload.attempt, payload.lease_deadline)
         try:
             self._run_job(client, config, payload, lease)
         finally:

@@ -4,12 +4,18 @@ The consumer registers a job while its handler runs. Every interval the heartbea
 asks the core to extend the leases of all registered jobs; a job the core does not name
 as extended has been lost (its lease expired and was fenced, or it was cancelled), so it
 is marked abandoned and the consumer stops submitting for it.
+
+The interval is the seed's 60 s, or a third of the shortest lease held when that is
+shorter (a core configured with `lease_secs = 30` is beaten every 10 s), so a lease never
+runs out between beats; an interval given explicitly is kept as given. A lease's length
+is read from the deadline the core sent with the job, against this host's clock.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -31,6 +37,8 @@ class Lease:
     attempt: int
     lost: threading.Event = field(default_factory=threading.Event)
     """Set (once, for good) when the core stopped extending this lease."""
+    length: float | None = None
+    """The lease's length in seconds as granted (None: not known)."""
 
 
 class InFlight:
@@ -40,12 +48,23 @@ class InFlight:
         # A plain lock is enough: every critical section is a few dict operations.
         self._lock = threading.Lock()
         self._leases: dict[str, Lease] = {}
+        self.added = threading.Event()
+        """Set when a lease is added: the heartbeat thread may need to beat sooner."""
 
-    def add(self, job_id: str, attempt: int) -> Lease:
-        lease = Lease(job_id, attempt)
+    def add(self, job_id: str, attempt: int, deadline_us: int = 0) -> Lease:
+        """Registers a lease; `deadline_us` is the core's deadline for it (Unix µs, 0: none)."""
+        length = deadline_us / 1e6 - time.time() if deadline_us > 0 else None
+        lease = Lease(job_id, attempt, length=length if length and length > 0 else None)
         with self._lock:
             self._leases[job_id] = lease
+        self.added.set()
         return lease
+
+    def shortest(self) -> float | None:
+        """The shortest known lease length held now, in seconds."""
+        with self._lock:
+            lengths = [lease.length for lease in self._leases.values() if lease.length]
+        return min(lengths) if lengths else None
 
     def remove(self, lease: Lease) -> None:
         with self._lock:
@@ -81,6 +100,8 @@ class Heartbeater:
         self._beat = beat
         # Read at construction, not at import, so a test can monkeypatch the constant.
         self._interval = HEARTBEAT_INTERVAL_SECS if interval is None else interval
+        # An interval given explicitly is kept as given; the default adapts to short leases.
+        self._adapt = interval is None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="telha-heartbeat", daemon=True)
 
@@ -89,6 +110,7 @@ class Heartbeater:
 
     def stop(self) -> None:
         self._stop.set()
+        self._in_flight.added.set()
         if self._thread.is_alive():
             self._thread.join(timeout=5)
 
@@ -110,6 +132,21 @@ class Heartbeater:
             )
         return lost
 
+    def interval(self) -> float:
+        """Seconds to the next beat: an interval given explicitly; by default the seed's,
+        or a third of the shortest lease held (at least 10 ms) when that is sooner."""
+        shortest = self._in_flight.shortest() if self._adapt else None
+        return self._interval if shortest is None else min(self._interval, max(0.01, shortest / 3))
+
     def _run(self) -> None:
-        while not self._stop.wait(self._interval):
+        due = time.monotonic() + self.interval()
+        while not self._stop.is_set():
+            wait = due - time.monotonic()
+            if wait > 0:
+                # Woken early by a new lease: it may need a beat before `due`.
+                if self._in_flight.added.wait(wait):
+                    self._in_flight.added.clear()
+                    due = min(due, time.monotonic() + self.interval())
+                continue
             self.beat_once()
+            due = time.monotonic() + self.interval()
