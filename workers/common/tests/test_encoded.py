@@ -25,7 +25,7 @@ _KEYS = st.text(st.characters(exclude_categories=["Cs"]), max_size=6)
 _SCALARS = (
     st.none()
     | st.booleans()
-    | st.integers(-(2**70), 2**70)
+    | st.integers(-(2**63), 2**64 - 1)  # what the core keeps exactly (wider is refused)
     | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(st.characters(exclude_categories=["Cs"]), max_size=12)
 )
