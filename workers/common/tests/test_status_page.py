@@ -12,26 +12,18 @@ Debian's (`scripts/system-deps.sh` installs it). Without either, the test skips.
 
 from __future__ import annotations
 
-import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from web_worker.browser import BASE_FLAGS, find_chromium
+
 from serve_core import MISSING, REPO_ROOT, TELHA_BIN, ServeCore
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMIUM = find_chromium()
 MISBEHAVE = REPO_ROOT / "tests" / "workers" / "misbehave.py"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 pytestmark = [
     pytest.mark.e2e,
@@ -86,7 +78,7 @@ def test_status_page_shows_pools_and_the_failure_stderr_without_console_errors(
 
     errors: list[str] = []
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=list(BASE_FLAGS))
         try:
             page = browser.new_page()
             page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)

@@ -34,11 +34,10 @@ from playwright.async_api import Error as PlaywrightError
 
 from workers_common import FetchFailed, Unsupported
 
-__all__ = ["CHROMIUM_ENV", "ChromiumProcess", "Renderer", "find_chromium"]
+__all__ = ["BASE_FLAGS", "CHROMIUM_ENV", "ChromiumProcess", "Renderer", "find_chromium"]
 
 CHROMIUM_ENV = "WEB_CHROMIUM"
-_FLAGS = (
-    "--headless",
+BASE_FLAGS = (
     "--no-sandbox",
     "--disable-gpu",
     "--disable-quic",
@@ -46,6 +45,12 @@ _FLAGS = (
     "--disable-background-networking",
     "--disable-component-update",
     "--disable-sync",
+)
+"""Flags for Debian's Chromium run headless as a service: no sandbox of its own (the pool's
+limits are the boundary), no GPU, and nothing of its own on the network in the background."""
+_FLAGS = (
+    "--headless",
+    *BASE_FLAGS,
     "--disable-breakpad",
     "--disable-crash-reporter",
     "--disable-dev-shm-usage",
