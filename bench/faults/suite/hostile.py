@@ -203,7 +203,9 @@ def run(
     render = not smoke and shutil.which("chromium") is not None
     served = pools(smoke, work, render=render)
     core = Core(work / "core", served, run_tag=tag, jobs={"max_attempts": 2})
-    sites = Sites(rng)
+    # Its own generator, untouched by `rng`: the files' mutations stay the bytes they were
+    # before web joined the part.
+    sites = Sites(random.Random("hostile-web"))
     core.start()
     try:
         web = sites.smoke_cases() if smoke else sites.cases()
