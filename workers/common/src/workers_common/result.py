@@ -64,12 +64,13 @@ class BuilderTypeError(BuilderError, TypeError):
     """An argument has the wrong type (a plain int where a ref is due, a naive datetime, …)."""
 
 
-class TooManySpanRefs(BuilderError, TooLarge):
+class TooManySpanRefs(TooLarge, BuilderError):
     """A node would cite more spans than the core takes on one node
     ([graph].max_span_refs_per_node). Raised where the span was given, as the label cap
     is; unlike the label count, the span count follows the input (a page linking one URL
     from every anchor, one address in every recipient field), so a handler that lets it
-    escape ends the job as a permanent `too_large`, not as a bug."""
+    escape ends the job as a permanent `too_large`, not as a bug (TooLarge first: its
+    initializer runs)."""
 
 
 _SPAN_REFS_CAP = wire_rules.CAPS["max_span_refs_per_node"]
