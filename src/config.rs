@@ -207,6 +207,9 @@ pub struct GraphCaps {
     pub max_ambiguities: usize,
     /// Labels on one node. Bounds the work a node costs (its labels are compared as a set).
     pub max_labels_per_node: usize,
+    /// Entries of one node's `spanRefs`. Bounds what one node costs to store and read back
+    /// (each entry is kept, duplicates too).
+    pub max_span_refs_per_node: usize,
 }
 
 impl Default for GraphCaps {
@@ -220,6 +223,7 @@ impl Default for GraphCaps {
             max_child_jobs: DEFAULT_MAX_CHILD_JOBS,
             max_ambiguities: DEFAULT_MAX_AMBIGUITIES,
             max_labels_per_node: DEFAULT_MAX_LABELS_PER_NODE,
+            max_span_refs_per_node: DEFAULT_MAX_SPAN_REFS_PER_NODE,
         }
     }
 }
@@ -440,7 +444,7 @@ impl Config {
             }
         }
         let g = &raw.graph;
-        for (k, v) in [("max_text_bytes", g.max_text_bytes), ("max_spans", g.max_spans), ("max_nodes", g.max_nodes), ("max_relationships", g.max_relationships), ("max_labels_per_node", g.max_labels_per_node)] {
+        for (k, v) in [("max_text_bytes", g.max_text_bytes), ("max_spans", g.max_spans), ("max_nodes", g.max_nodes), ("max_relationships", g.max_relationships), ("max_labels_per_node", g.max_labels_per_node), ("max_span_refs_per_node", g.max_span_refs_per_node)] {
             if v == 0 {
                 return Err(invalid(&format!("graph.{k}"), "must be at least 1".into()));
             }

@@ -96,6 +96,34 @@ async fn a_node_with_too_many_labels_is_refused_quickly() {
     assert!(r.accepted, "{}", r.reason);
 }
 
+/// 500,000 refs to one span were accepted and stored (a 2 MB node record); the entries
+/// of a node's spanRefs are capped (`[graph] max_span_refs_per_node`, duplicates counted),
+/// refused with the node's path in linear time; at the cap a node is accepted and reads
+/// back with every entry.
+#[tokio::test]
+async fn a_node_with_too_many_span_refs_is_refused_quickly() {
+    let s = Server::start(None);
+    let mut w = Worker::connect(&s, "w", &["txt"]).await;
+    let cap = telha::rules::DEFAULT_MAX_SPAN_REFS_PER_NODE;
+    let dup = json!({"v":1,"canonicalText":"x","spans":[{"start":0,"end":1}],"nodes":[{"labels":["A"]},{"labels":["B"],"spanRefs":vec![0; 500_000]}]}).to_string();
+    let started = Instant::now();
+    refused(&s, &mut w, &dup, &format!("nodes[1].spanRefs: 500000 is over the limit of {cap} per node")).await;
+    assert!(started.elapsed() < Duration::from_secs(5), "took {:?}", started.elapsed());
+    // One past the cap with distinct spans (under max_spans) is refused the same way.
+    let text = "x".repeat(cap + 1);
+    let spans: Vec<Value> = (0..=cap).map(|i| json!({"start": i, "end": i + 1})).collect();
+    let over = json!({"v":1,"canonicalText":text,"spans":spans,"nodes":[{"labels":["A"],"spanRefs":(0..=cap).collect::<Vec<_>>()}]}).to_string();
+    refused(&s, &mut w, &over, &format!("nodes[0].spanRefs: {} is over the limit of {cap}", cap + 1)).await;
+    // At the cap: accepted, and the node reads back with all its refs.
+    let j = take(&s, &mut w, "at-cap").await;
+    let at = json!({"v":1,"canonicalText":"x","spans":[{"start":0,"end":1}],"nodes":[{"labels":["A"],"spanRefs":vec![0; cap]}]}).to_string();
+    let r = w.succeed(&j, &at).await;
+    assert!(r.accepted, "{}", r.reason);
+    let req = GetProjectionRequest { job_id: j.job_id.clone(), tenant_id: "t".into(), max_items: 0, skip: 0 };
+    let graph = s.client().await.get_projection(req).await.unwrap().into_inner();
+    assert_eq!(graph.nodes[0].span_refs, vec![0; cap]);
+}
+
 /// A streamed job whose later partials point at a node the core named in partial 0 (as
 /// the tabular worker's rows point at their TABLE).
 fn streamed(table_id: &str) -> [String; 3] {

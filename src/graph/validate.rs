@@ -145,6 +145,10 @@ pub fn validate(sub: &Submission, base: u64, caps: &Caps, formats: &BTreeSet<Str
             }
         }
         check_raw_object(&format!("nodes[{i}].properties"), &n.properties)?;
+        // Counted before the entries are read: the check is one comparison per node.
+        if n.span_refs.len() > caps.max_span_refs_per_node {
+            return Err(WireError::field(format!("nodes[{i}].spanRefs"), format!("{} is over the limit of {} per node ([graph].max_span_refs_per_node)", n.span_refs.len(), caps.max_span_refs_per_node)));
+        }
         for (j, r) in n.span_refs.iter().enumerate() {
             if *r >= sub.spans.len() as u64 {
                 return Err(WireError::field(format!("nodes[{i}].spanRefs[{j}]"), format!("{r} is out of range (this submission has {} spans)", sub.spans.len())));

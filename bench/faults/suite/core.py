@@ -46,6 +46,9 @@ class Pool:
     job_timeout_secs: float = 60
     memory_mb: int | None = 1024
     cpu_secs: int | None = 60
+    rss_mb: int | None = None
+    """The resident-size watchdog instead of RLIMIT_AS (browsers: never both)."""
+    open_files: int = 256
     max_restarts: int = 1000
     restart_window_secs: float = 1
     kill_grace_secs: float = 1
@@ -159,10 +162,12 @@ class Core:
                 f"kill_grace_secs = {_toml(float(pool.kill_grace_secs))}",
                 f"env = {_toml(env)}",
                 f"[pools.{name}.limits]",
-                "open_files = 256",
+                f"open_files = {pool.open_files}",
             ]
             if pool.memory_mb is not None:
                 lines.append(f"memory_mb = {pool.memory_mb}")
+            if pool.rss_mb is not None:
+                lines.append(f"rss_mb = {pool.rss_mb}")
             if pool.cpu_secs is not None:
                 lines.append(f"cpu_secs = {pool.cpu_secs}")
             lines.append("")
@@ -320,18 +325,21 @@ class Core:
         options: Mapping[str, Any] | None = None,
         key: str = "",
         tenant: str = "default",
+        url: str = "",
     ) -> telha_pb2.Job:
+        """Submits `content` (or, with `url`, a fetch job: no content follows)."""
         header = telha_pb2.SubmitHeader(
             tenant_id=tenant,
             format=format,
             name=name,
             options_json=json.dumps(dict(options or {})),
             idempotency_key=key,
+            url=url,
         )
 
         def parts() -> Iterator[telha_pb2.SubmitJobRequest]:
             yield telha_pb2.SubmitJobRequest(header=header)
-            for i in range(0, len(content), 1 << 20):
+            for i in range(0, 0 if url else len(content), 1 << 20):
                 yield telha_pb2.SubmitJobRequest(chunk=content[i : i + (1 << 20)])
 
         job: telha_pb2.Job = self.ingest.SubmitJob(parts(), timeout=60)

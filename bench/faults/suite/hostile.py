@@ -5,6 +5,15 @@ from it (cut, flipped, padded, re-encoded, swapped for another format's bytes, .
 plus the workers' own curated hostile fixtures (docling's HOSTILE, tabular's BAD). Every
 job must end succeeded or dead with a typed worker kind (invalid_input, unsupported,
 too_large) within its deadline; after each format's batch, its seed must still succeed.
+
+`web` jobs are URLs of hostile servers on 127.0.0.1 (hostile_web.py: endless and
+dribbled bodies, lying lengths, broken chunking, compression bombs, redirect loops and
+redirects to metadata, private, file: and gopher: targets, unresolvable names, refused
+ports, error statuses, bad robots.txt, ...), fetched by the real `[pools.web]` with
+WEB_ALLOW_NETS = 127.0.0.1/32; a few go through Chromium (render=always). For web,
+`fetch_failed` is typed too: it is the worker's verdict on a network failure (a timeout,
+a refused connection, a broken response), retried by the core and dead-lettered after
+the part's max_attempts (2, 50-200 ms apart). After the batch the seed page must succeed.
 """
 
 from __future__ import annotations
@@ -12,6 +21,7 @@ from __future__ import annotations
 import io
 import logging
 import random
+import shutil
 import sys
 import time
 import zipfile
@@ -19,12 +29,20 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
+import grpc
+
 from . import inputs
 from .core import REPO, Core, Pool, real_pools, worker_module
+from .hostile_web import OPTIONS as WEB_OPTIONS
+from .hostile_web import Sites, WebCase
 
 log = logging.getLogger("faults.hostile")
 
 TYPED = {"invalid_input", "unsupported", "too_large"}
+TYPED_WEB = TYPED | {"fetch_failed"}
+"""Typed outcomes of a URL job: a network failure is the worker's `fetch_failed`."""
+# What a web job may route its non-HTML responses to: the formats served in the part.
+_ROUTABLE = ("pdf", "docx", "md", "txt", "csv", "tsv", "xlsx", "parquet", "eml", "msg")
 SUPERVISOR_KINDS = {"crash", "oom", "timeout", "cpu_limit"}
 
 for _tests in ("tabular", "email", "docling", "code"):
@@ -148,33 +166,69 @@ def curated() -> list[tuple[str, str, str, bytes, dict[str, Any]]]:
     return found
 
 
-def pools(smoke: bool) -> dict[str, Pool]:
-    """The served formats' pools; a smoke run keeps the light ones (text, tabular, email)."""
+def pools(smoke: bool, work: Path, *, render: bool = True) -> dict[str, Pool]:
+    """The served formats' pools, with the shipped supervisor.toml's limits (a smoke run
+    serves the same formats with fewer cases each)."""
     base = real_pools()
-    if smoke:
-        return base
-    base["tabular"].formats = ["csv", "tsv", "xlsx", "parquet"]
-    # The shipped supervisor.toml's timeouts and limits for these two.
+    if not smoke:
+        base["tabular"].formats = ["csv", "tsv", "xlsx", "parquet"]
     base["docling"] = Pool(
         ["pdf", "docx", "html", "md", "docling"], worker_module("docling_worker"), 1, 600, 3072, 600
     )
     base["code"] = Pool(["code", "code-archive"], worker_module("code_worker"), 1, 600, 2048, 600)
+    served = {f for p in base.values() for f in p.formats}
+    base["web"] = Pool(
+        ["web"],
+        worker_module("web_worker"),
+        2,
+        180,
+        memory_mb=None,
+        cpu_secs=300,
+        rss_mb=3072,
+        open_files=1024,
+        env={
+            "WEB_ALLOW_NETS": "127.0.0.1/32",
+            "WEB_STATE_DIR": str(work / "web-state"),
+            "WEB_CONTENT_FORMATS": ",".join(f for f in _ROUTABLE if f in served),
+            # Without Chromium the render cases are skipped; the worker must not find one.
+            **({} if render else {"WEB_CHROMIUM": "/nonexistent/chromium"}),
+        },
+    )
     return base
 
 
 def run(
     work: Path, per_format: int, rng: random.Random, tag: str, *, smoke: bool
 ) -> dict[str, Any]:
-    served = pools(smoke)
+    render = not smoke and shutil.which("chromium") is not None
+    served = pools(smoke, work, render=render)
     core = Core(work / "core", served, run_tag=tag, jobs={"max_attempts": 2})
+    # Its own generator, untouched by `rng`: the files' mutations stay the bytes they were
+    # before web joined the part.
+    sites = Sites(random.Random("hostile-web"))
     core.start()
     try:
-        return _run(core, per_format, rng, {f for p in served.values() for f in p.formats})
+        web = sites.smoke_cases() if smoke else sites.cases()
+        if render:
+            web += sites.render_cases()
+        formats = {f for p in served.values() for f in p.formats}
+        return _run(core, per_format, rng, formats, web, sites.seed) | {
+            "web_render_cases": render,
+            "web_server_requests": sum(s.requests for s in sites.servers),
+        }
     finally:
         core.stop()
+        sites.stop()
 
 
-def _run(core: Core, per_format: int, rng: random.Random, served: set[str]) -> dict[str, Any]:
+def _run(
+    core: Core,
+    per_format: int,
+    rng: random.Random,
+    served: set[str],
+    web: list[WebCase],
+    web_seed: str,
+) -> dict[str, Any]:
     started = time.monotonic()
     seed = {fmt: s for fmt, s in seeds().items() if fmt in served}
     others = [data for _, data in seed.values()]
@@ -195,31 +249,64 @@ def _run(core: Core, per_format: int, rng: random.Random, served: set[str]) -> d
     for fmt, name, filename, body, options in planned:
         job = core.submit(body, format=fmt, name=filename, options=options)
         ids[job.id] = (fmt, name)
+    refused_at_submit: list[str] = []
+    if "web" in served:
+        refused_at_submit = _submit_web(core, web, ids)
     done = core.wait_finished(list(ids), timeout=900)
     per: dict[str, Counter[str]] = defaultdict(Counter)
     untyped: list[str] = []
+    web_outcomes: dict[str, str] = {}
     for job_id, job in done.items():
         fmt, name = ids[job_id]
         outcome = _outcome(job)
         per[fmt][outcome] += 1
         per[fmt]["worker_crashes"] += sum(f.kind in SUPERVISOR_KINDS for f in job.failures)
-        if outcome not in TYPED | {"ok"}:
+        if fmt == "web":
+            web_outcomes[name] = outcome + (f" ({len(job.children)} child)" if job.children else "")
+        typed = TYPED_WEB if fmt == "web" else TYPED
+        if outcome not in typed | {"ok"}:
             untyped.append(f"{name}: {outcome} {[f.reason[:100] for f in job.failures]}")
+    if refused_at_submit:
+        per["web"]["refused_at_submit"] = len(refused_at_submit)
     hangs = sum(c["hang"] for c in per.values())
-    next_failed = _next_jobs(core, seed)
-    total = len(done)
-    typed = sum(c[k] for c in per.values() for k in (*TYPED, "ok"))
+    next_failed = _next_jobs(core, seed, web_seed if "web" in served else None)
+    total = len(done) + len(refused_at_submit)
+    typed_total = sum(
+        c[k] for f, c in per.items() for k in (*(TYPED_WEB if f == "web" else TYPED), "ok")
+    ) + len(refused_at_submit)
     return {
         "files": total,
         "per_format": {fmt: dict(c) for fmt, c in sorted(per.items())},
-        "typed_or_ok_pct": round(100 * typed / max(1, total), 2),
+        "typed_or_ok_pct": round(100 * typed_total / max(1, total), 2),
         "untyped": len(untyped),
         "untyped_examples": untyped[:8],
         "hangs": hangs,
         "next_job_failed": len(next_failed),
         "next_job_failed_formats": next_failed,
+        "web_outcomes": dict(sorted(web_outcomes.items())),
+        "web_refused_at_submit": refused_at_submit,
         "seconds": round(time.monotonic() - started, 1),
     }
+
+
+def _submit_web(core: Core, web: list[WebCase], ids: dict[str, tuple[str, str]]) -> list[str]:
+    """Submits the URL cases into `ids`; returns those the core refused at submission."""
+    refused: list[str] = []
+    for case in web:
+        try:
+            job = core.submit(
+                b"",
+                format="web",
+                name=f"web-{case.name}",
+                url=case.url,
+                options=WEB_OPTIONS | case.options,
+            )
+        except grpc.RpcError as err:
+            # The core's own check of the URL (a typed INVALID_ARGUMENT): no job at all.
+            refused.append(f"web-{case.name}: {err.code().name}")
+            continue
+        ids[job.id] = ("web", f"web-{case.name}")
+    return refused
 
 
 def _outcome(job: Any) -> str:
@@ -230,10 +317,15 @@ def _outcome(job: Any) -> str:
     return str(job.failures[-1].kind) if job.failures else "dead-without-failure"
 
 
-def _next_jobs(core: Core, seed: dict[str, tuple[str, bytes]]) -> list[str]:
+def _next_jobs(core: Core, seed: dict[str, tuple[str, bytes]], web_seed: str | None) -> list[str]:
     ids = {
         core.submit(data, format=fmt, name=f"next-{name}").id: fmt
         for fmt, (name, data) in seed.items()
     }
+    if web_seed is not None:
+        job = core.submit(
+            b"", format="web", name="next-web-seed", url=web_seed, options=WEB_OPTIONS
+        )
+        ids[job.id] = "web"
     done = core.wait_finished(list(ids), timeout=300)
     return sorted(ids[i] for i, job in done.items() if job.state != "succeeded")

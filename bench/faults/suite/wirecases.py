@@ -78,8 +78,9 @@ def _deep_nesting(rng: random.Random) -> Case:
 
 def _huge_array(rng: random.Random) -> Case:
     what = rng.choice(["spans", "nodes", "labels", "spanRefs"])
-    # Each past its cap (rules.json: 200,000 spans, 100,000 nodes, 256 labels per node).
-    n = {"spans": 200_001, "nodes": 100_001, "labels": 257, "spanRefs": 100_000}[what]
+    # Each past its cap (rules.json: 200,000 spans, 100,000 nodes, 256 labels and 100,000
+    # span refs per node).
+    n = {"spans": 200_001, "nodes": 100_001, "labels": 257, "spanRefs": 100_001}[what]
     n *= rng.choice([1, 5])
     text = "x" * 10
     doc = base(text)
@@ -91,9 +92,26 @@ def _huge_array(rng: random.Random) -> Case:
         doc["nodes"] = [{"labels": ["A"] * n}]
     else:
         doc["nodes"] = [{"labels": ["A"], "spanRefs": [0] * n}]
-    # A node citing one span a million times is within every cap the rules name
-    # (rules.json has none on spanRefs per node): refused or accepted, both fine.
-    return Case(f"huge_{what}", [dumps(doc)], either=what == "spanRefs")
+    return Case(f"huge_{what}", [dumps(doc)])
+
+
+SPAN_REFS_CAP = 100_000
+"""rules.json `max_span_refs_per_node` (the core's default, which the suite runs with)."""
+
+
+def _span_refs_per_node(rng: random.Random) -> Case:
+    """A node citing many spans: up to the cap it is a valid submission that must read back
+    with every entry (duplicates too), one past the cap it is refused with the node's path."""
+    over = rng.random() < 0.5
+    count = SPAN_REFS_CAP + 1 if over else SPAN_REFS_CAP
+    distinct = rng.random() < 0.5
+    text = "x" * (count if distinct else 1)
+    doc = base(text)
+    if distinct:
+        doc["spans"] = [{"start": i, "end": i + 1, "kind": "p"} for i in range(count)]
+    doc["nodes"][0]["spanRefs"] = list(range(count)) if distinct else [0] * count
+    shape = "distinct" if distinct else "one_span"
+    return Case(f"span_refs_{'over' if over else 'at'}_cap_{shape}", [dumps(doc)], valid=not over)
 
 
 def _offsets(rng: random.Random) -> Case:
@@ -320,6 +338,7 @@ FAMILIES: list[tuple[Callable[[random.Random], Case], int]] = [
     (_lone_surrogate, 4),
     (_deep_nesting, 4),
     (_huge_array, 2),
+    (_span_refs_per_node, 2),
     (_offsets, 10),
     (_bad_refs, 10),
     (_wrong_types, 10),

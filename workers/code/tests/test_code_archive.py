@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from code_worker.archive_handler import handle_archive
-from workers_common import InvalidInput, TooLarge
+from workers_common import InvalidInput, TooLarge, Unsupported
 from workers_common.conformance import check_submissions, run_handler
 
 from code_corpus import PY_REPO, RUST_REPO, tar_gz, zip_bytes
@@ -211,6 +211,18 @@ def test_a_member_in_a_compression_method_zipfile_lacks_is_skipped_and_counted(
     subs = _run(tmp_path, "deflate64.zip", bytes(data))
     assert sorted(_children(subs)) == ["ok.py"]
     assert _repository(subs)["skipped"] == {"unsupported_compression": 1}
+
+
+def test_a_zip_that_needs_a_newer_zip_version_is_unsupported(tmp_path: Path) -> None:
+    # One flipped byte: the central directory's "version needed" 2.0 becomes 15.4, which
+    # zipfile refuses with NotImplementedError when it opens the archive (was transient).
+    data = bytearray(zip_bytes({"a.py": b"x = 1\n"}))
+    central = data.rindex(b"PK\x01\x02")
+    data[central + 6 : central + 8] = (154).to_bytes(2, "little")
+    path = tmp_path / "future.zip"
+    path.write_bytes(bytes(data))
+    with pytest.raises(Unsupported, match=r"zip file version 15\.4"):
+        run_handler(handle_archive, path, format="code-archive")
 
 
 def test_a_zip_bomb_is_too_large_before_anything_is_inflated(tmp_path: Path) -> None:

@@ -162,3 +162,37 @@ def test_builder_and_core_agree_on_generated_submissions(
     path.write_bytes(raw(plan))
     [verdict] = core_check([path])
     assert verdict["ok"] == (built is not None), (plan, verdict)
+
+
+def test_span_refs_per_node_cap_is_the_same_on_both_sides(tmp_path: Path) -> None:
+    """At `max_span_refs_per_node` both sides accept a node; one distinct span more, the
+    builder raises and the core refuses the hand-written submission with the node's path;
+    so does the core for 500,000 refs to one span, which the builder cannot write."""
+    cap = wire_rules.CAPS["max_span_refs_per_node"]
+    builder = IngestionResultBuilder()
+    builder.set_canonical_text("x" * (cap + 1))
+    spans = [builder.add_span_range(i, i + 1) for i in range(cap + 1)]
+    builder.add_node(["N"], spans=spans[:cap])
+    with pytest.raises(BuilderError, match="max_span_refs_per_node"):
+        builder.add_node(["N"], spans=spans)
+    at_cap = builder.to_json()
+    check_submissions([at_cap])
+
+    def hand_written(refs: list[int]) -> bytes:
+        body = json.loads(at_cap)
+        body["nodes"] = [{"labels": ["N"], "spanRefs": refs}]
+        return json.dumps(body).encode()
+
+    files = []
+    for name, data in (
+        ("at-cap", at_cap),
+        ("over", hand_written(list(range(cap + 1)))),
+        ("duplicates", hand_written([0] * 500_000)),
+    ):
+        files.append(tmp_path / f"{name}.json")
+        files[-1].write_bytes(data)
+    verdicts = core_check(files)
+    assert verdicts[0]["ok"], verdicts[0]
+    for verdict in verdicts[1:]:
+        assert not verdict["ok"]
+        assert "nodes[0].spanRefs" in json.dumps(verdict), verdict

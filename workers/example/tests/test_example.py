@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -78,6 +80,44 @@ def test_paragraph_spans_cut_the_paragraphs(write: Write) -> None:
 )
 def test_paragraph_ranges(text: str, expected: list[tuple[int, int]]) -> None:
     assert list(paragraph_ranges(text)) == expected
+
+
+# The paragraph rule as a regex (what projection.py used before it went linear): the
+# reference the line scan is held to.
+_PARAGRAPH = re.compile(r"[^\n]*\S[^\n]*(?:\n[^\n]*\S[^\n]*)*")
+
+
+def _regex_ranges(text: str) -> list[tuple[int, int]]:
+    out = []
+    for match in _PARAGRAPH.finditer(text):
+        body = match.group()
+        start = match.start() + len(body) - len(body.lstrip())
+        end = match.end() - (len(body) - len(body.rstrip()))
+        out.append((len(text[:start].encode()), len(text[:end].encode())))
+    return out
+
+
+@given(
+    st.lists(
+        st.sampled_from(["a", "é", "😀", " ", "\t", "\n", "\n\n", "\u2028", "\x1c", "\u3000"]),
+        max_size=40,
+    ).map("".join)
+)
+def test_paragraph_ranges_match_the_regex_rule(text: str) -> None:
+    assert list(paragraph_ranges(text)) == _regex_ranges(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [" " * (4 << 20), "\t \u3000" * (1 << 20), " \n" * (2 << 20), "A" * (4 << 20)],
+    ids=["spaces", "mixed-whitespace", "blank-lines", "one-line"],
+)
+def test_paragraph_ranges_are_linear(text: str) -> None:
+    # A few MB in well under a second (the regex took a minute for 64 KiB of spaces).
+    started = time.monotonic()
+    ranges = list(paragraph_ranges(text))
+    assert time.monotonic() - started < 5
+    assert ranges == ([(0, len(text))] if text[0] == "A" else [])
 
 
 def test_invalid_utf8_is_invalid_input(write: Write) -> None:

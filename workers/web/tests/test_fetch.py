@@ -11,8 +11,10 @@ import socket
 import ssl
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -245,6 +247,50 @@ def test_a_body_that_never_ends_times_out(site: Site, worker: WebWorker) -> None
     started = time.monotonic()
     with pytest.raises(FetchFailed, match="timeout"):
         page(worker, site.url("/slow"), timeout_ms=1500, respect_robots=False)
+    assert time.monotonic() - started < 5
+
+
+@pytest.fixture
+def slowloris() -> Iterator[str]:
+    """A raw server on 127.0.0.1 that sends its status line and then one header byte every
+    50 ms, for up to 60 s: an answer that never gets past its headers."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    stop = threading.Event()
+
+    def dribble(conn: socket.socket) -> None:
+        with conn, suppress(OSError):
+            conn.recv(65536)
+            conn.sendall(b"HTTP/1.1 200 OK\r\nX-Slow: ")
+            deadline = time.monotonic() + 60
+            while not stop.is_set() and time.monotonic() < deadline:
+                conn.sendall(b"a")
+                time.sleep(0.05)
+
+    def accept() -> None:
+        with suppress(OSError):
+            while True:
+                conn, _ = listener.accept()
+                threading.Thread(target=dribble, args=(conn,), daemon=True).start()
+
+    threading.Thread(target=accept, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}/"
+    finally:
+        stop.set()
+        listener.close()
+
+
+def test_headers_dribbled_forever_time_out_at_the_deadline(
+    slowloris: str, worker: WebWorker
+) -> None:
+    """httpx's timeouts are per read, and a byte every 50 ms satisfies every read: the
+    fetch's own deadline must hold while the headers arrive (it lasted past the pool's
+    job timeout, and the supervisor killed the worker)."""
+    started = time.monotonic()
+    with pytest.raises(FetchFailed, match="timeout"):
+        page(worker, slowloris, timeout_ms=1500, respect_robots=False)
     assert time.monotonic() - started < 5
 
 

@@ -16,9 +16,13 @@ Modules, one role each:
 - rpc         CoreClient: the typed WorkerService client (auth, deadlines, retries)
 - consumer    WorkerConsumer.run(): poll, dispatch, heartbeat, stop on SIGTERM
 - conformance run a handler without a core; golden, determinism and span checks
+- arenas      caps glibc's malloc arenas under RLIMIT_AS (applied here, at import)
 - _proto      generated gRPC stubs of proto/telha/v1/telha.proto
 """
 
+# Imported first, before any module starts a thread: it caps glibc's malloc arenas, each
+# of which reserves 64 MiB of a worker's limited address space (arenas.py).
+from . import arenas  # noqa: F401
 from .config import ConfigError, WorkerConfig
 from .consumer import WorkerConsumer
 from .driver import Handler, HandlerResult, Outcome

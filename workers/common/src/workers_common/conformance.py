@@ -209,6 +209,8 @@ def _check_caps(seq: int, sub: Mapping[str, Any], size: int) -> None:
     for i, node in enumerate(sub.get("nodes", [])):
         if len(node.get("labels", [])) > wire_rules.CAPS["max_labels_per_node"]:
             raise AssertionError(f"submission {seq}: nodes[{i}] is over max_labels_per_node")
+        if len(node.get("spanRefs", [])) > wire_rules.CAPS["max_span_refs_per_node"]:
+            raise AssertionError(f"submission {seq}: nodes[{i}] is over max_span_refs_per_node")
 
 
 # -- golden files ----------------------------------------------------------------------------

@@ -5,6 +5,12 @@ original host goes in the `Host` header and, for https, in the TLS SNI and certi
 check (httpcore's `sni_hostname`). Environment proxies are ignored (`trust_env=False`), or
 a proxy would do its own lookup. Bodies are read decoded (gzip, br) up to a cap, under a
 deadline for the whole fetch, so a slow or endless body ends as a typed failure.
+
+The deadline holds for every byte, the response's headers included: httpx's timeouts are
+per read, so a server that dribbles its headers a byte at a time (slowloris) kept a fetch
+with a 5 s budget for as long as it liked (past the pool's job timeout: the worker was
+killed; found by the fault suite). The connections' reads and writes are given what is
+left of the fetch's deadline instead (`_DeadlineBackend`).
 """
 
 from __future__ import annotations
@@ -13,11 +19,13 @@ import ssl
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
+from typing import Any
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
+import httpcore
 import httpx
 
 from workers_common import FetchFailed, InvalidInput, TooLarge, WorkerFailure
@@ -130,6 +138,84 @@ def _host_port(url: str) -> tuple[str, int]:
     return parts.hostname.lower(), port
 
 
+# The deadline of the fetch this thread is making (monotonic seconds), read by every
+# connection's reads and writes; unset (None) for requests made without one.
+_DEADLINE = threading.local()
+
+
+def _bounded(timeout: float | None, timeout_error: type[Exception]) -> float | None:
+    deadline: float | None = getattr(_DEADLINE, "at", None)
+    if deadline is None:
+        return timeout
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise timeout_error("the fetch's deadline passed")
+    return left if timeout is None else min(timeout, left)
+
+
+class _DeadlineStream(httpcore.NetworkStream):
+    """A connection whose every read and write ends by the current fetch's deadline."""
+
+    def __init__(self, inner: httpcore.NetworkStream) -> None:
+        self._inner = inner
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self._inner.read(max_bytes, _bounded(timeout, httpcore.ReadTimeout))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._inner.write(buffer, _bounded(timeout, httpcore.WriteTimeout))
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def start_tls(
+        self,
+        ssl_context: ssl.SSLContext,
+        server_hostname: str | None = None,
+        timeout: float | None = None,
+    ) -> httpcore.NetworkStream:
+        bounded = _bounded(timeout, httpcore.ConnectTimeout)
+        return _DeadlineStream(self._inner.start_tls(ssl_context, server_hostname, bounded))
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._inner.get_extra_info(info)
+
+
+class _DeadlineBackend(httpcore.SyncBackend):
+    """httpcore's own sync backend, its TCP streams wrapped in `_DeadlineStream`."""
+
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.NetworkStream:
+        bounded = _bounded(timeout, httpcore.ConnectTimeout)
+        return _DeadlineStream(
+            super().connect_tcp(host, port, bounded, local_address, socket_options)
+        )
+
+
+def _transport(tls: ssl.SSLContext) -> httpx.HTTPTransport:
+    """httpx's transport over `_DeadlineBackend`. httpx takes no network backend, so its
+    connection pool is rebuilt with one, as HTTPTransport builds it (httpx 0.28, pinned by
+    uv.lock; test_fetch's slowloris test fails if this stops working)."""
+    transport = httpx.HTTPTransport(verify=tls, http2=True, trust_env=False)
+    pool = transport._pool
+    transport._pool = httpcore.ConnectionPool(
+        ssl_context=tls,
+        max_connections=pool._max_connections,
+        max_keepalive_connections=pool._max_keepalive_connections,
+        keepalive_expiry=pool._keepalive_expiry,
+        http1=True,
+        http2=True,
+        network_backend=_DeadlineBackend(),
+    )
+    return transport
+
+
 class Fetcher:
     """Guarded GETs; one small pool of httpx clients per host, reused across jobs.
 
@@ -159,7 +245,7 @@ class Fetcher:
         client = self._clients.pop(host, None)
         if client is None:
             client = httpx.Client(
-                http2=True, verify=self._tls, trust_env=False, follow_redirects=False
+                transport=_transport(self._tls), trust_env=False, follow_redirects=False
             )
         self._clients[host] = client
         while len(self._clients) > _MAX_CLIENTS:
@@ -233,6 +319,7 @@ class Fetcher:
         headers = {"host": host_header, "user-agent": self.user_agent, **(extra_headers or {})}
         timeout = httpx.Timeout(remaining, connect=min(limits.connect_s, remaining))
         extensions = {"sni_hostname": host} if url.lower().startswith("https:") else {}
+        _DEADLINE.at = deadline
         try:
             with self._client(host).stream(
                 "GET", target, headers=headers, timeout=timeout, extensions=extensions
@@ -251,6 +338,8 @@ class Fetcher:
             raise FetchFailed(f"timeout: {url} ({type(err).__name__})") from err
         except httpx.HTTPError as err:
             raise FetchFailed(f"{type(err).__name__}: {url}: {err}") from err
+        finally:
+            _DEADLINE.at = None
 
 
 def _read_capped(streamed: httpx.Response, url: str, limits: FetchLimits, deadline: float) -> bytes:

@@ -35,5 +35,6 @@ CAPS: dict[str, int] = {
     'max_child_jobs': 10000,
     'max_ambiguities': 10000,
     'max_labels_per_node': 256,
+    'max_span_refs_per_node': 100000,
 }
 """Per-submission caps by `[graph]` key (the core's defaults)."""
