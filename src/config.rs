@@ -621,6 +621,13 @@ mod tests {
         assert!(msg.contains("server.listen"), "{msg}");
         let msg = parse("[failures]\npermanent = [\"bogus\"]\n").unwrap_err().to_string();
         assert!(msg.contains("failures.permanent") && msg.contains("bogus"), "{msg}");
+        for bad in [0, 3] {
+            let msg = parse(&format!("[pools.p]\nformats = ['txt']\ncommand = ['x']\nmax_in_flight = {bad}\n")).unwrap_err().to_string();
+            assert!(msg.contains("pools.p.max_in_flight"), "{msg}");
+        }
+        let c = parse("[pools.p]\nformats = ['txt']\ncommand = ['x']\nmax_in_flight = 2\n").unwrap();
+        assert_eq!(c.pools["p"].max_in_flight, 2);
+        assert_eq!(c.jobs.retry_after_max_ms, 3_600_000);
     }
 
     #[test]
