@@ -2,6 +2,7 @@
 bare trafilatura extraction of the same pages; worker RSS over 500 pages.
 
     .venv/bin/python bench/web.py [--pages 200] [--rss-pages 500] [--workers 1]
+                                  [--max-in-flight 2]
                                   [--runs 3] [--skip-rss] [--skip-rendered]
 
 The Rust toolchain's docs (~/.rustup/toolchains/*/share/doc/rust/html) are served on
@@ -76,6 +77,12 @@ SERVER = """
 import functools, http.server, sys
 root, index = sys.argv[1], sys.argv[2]
 class Handler(http.server.SimpleHTTPRequestHandler):
+    # Keep-alive, as every real web server speaks it (the stdlib's default is HTTP/1.0:
+    # one TCP connection per page, a cost no real crawl of one host pays).
+    protocol_version = "HTTP/1.1"
+    # Headers and body go out in two writes: without TCP_NODELAY, Nagle's algorithm holds
+    # the body until the client's delayed ACK (40 ms a page), as no real server does.
+    disable_nagle_algorithm = True
     def log_message(self, *args):
         pass
     def translate_path(self, path):
@@ -140,7 +147,7 @@ def group_memory_kib(pgid: int) -> tuple[int, int]:
 
 
 class Core:
-    def __init__(self, root: Path, workers: int) -> None:
+    def __init__(self, root: Path, workers: int, max_in_flight: int) -> None:
         self.root = root
         data = root / "data"
         self.config = root / "supervisor.toml"
@@ -156,6 +163,7 @@ class Core:
             f'[server]\nlisten = "127.0.0.1:0"\ndata_dir = "{data}"\n'
             "[jobs]\nmax_attempts = 2\nlease_secs = 120\n"
             f'[pools.web]\nformats = ["web"]\nworkers = {workers}\n'
+            f"max_in_flight = {max_in_flight}\n"
             f'command = [{json.dumps(str(PYTHON))}, "-m", "web_worker"]\n'
             f"job_timeout_secs = 180\nenv = {{ {env_toml} }}\n"
             "[pools.web.limits]\nrss_mb = 4096\nopen_files = 1024\n"
@@ -319,16 +327,22 @@ def main() -> int:
     parser.add_argument("--pages", type=int, default=200)
     parser.add_argument("--rss-pages", type=int, default=500)
     parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument(
+        "--max-in-flight", type=int, default=2, help="the pool's max_in_flight (shipped: 2)"
+    )
     parser.add_argument("--skip-rss", action="store_true")
     parser.add_argument("--skip-rendered", action="store_true", help="static and bare only")
     parser.add_argument("--runs", type=int, default=1, help="static vs bare measured N times")
     args = parser.parse_args()
     docs = docs_root()
     paths = page_paths(docs, max(args.pages, args.rss_pages))
-    print(f"docs {docs}, {os.cpu_count()} cores, telha {TELHA}, {args.workers} web worker(s)")
+    print(
+        f"docs {docs}, {os.cpu_count()} cores, telha {TELHA}, {args.workers} web worker(s), "
+        f"max_in_flight {args.max_in_flight}"
+    )
     with tempfile.TemporaryDirectory(prefix="bench-web-") as tmp:
         server = DocsServer(docs, Path(tmp) / "index.html")
-        core = Core(Path(tmp), args.workers)
+        core = Core(Path(tmp), args.workers, args.max_in_flight)
         try:
             index = server.write_index(paths[: args.pages])
             common = {"crawl_delay_ms": 0}

@@ -157,11 +157,14 @@ pub struct JobsConfig {
     /// pipeline two partials) before the missing one counts as a gap (`protocol`).
     /// The lease is kept alive meanwhile.
     pub partial_wait_secs: f64,
+    /// The longest a worker's `retry_after_ms` hint (an HTTP Retry-After) can hold a
+    /// retry back: a server asking for a day does not park the job for a day.
+    pub retry_after_max_ms: u64,
 }
 
 impl Default for JobsConfig {
     fn default() -> Self {
-        Self { max_attempts: 5, lease_secs: 180.0, backoff_base_ms: 1000, backoff_max_ms: 300_000, partial_wait_secs: 5.0 }
+        Self { max_attempts: 5, lease_secs: 180.0, backoff_base_ms: 1000, backoff_max_ms: 300_000, partial_wait_secs: 5.0, retry_after_max_ms: 3_600_000 }
     }
 }
 
@@ -260,6 +263,19 @@ pub struct PoolConfig {
     /// Between the SIGTERM of a stop (timeout, recycle, shrink) and the SIGKILL.
     #[serde(default = "default_kill_grace")]
     pub kill_grace_secs: f64,
+    /// Jobs a worker of the pool may hold at once (`TELHA_MAX_IN_FLIGHT`): 1 runs one at
+    /// a time; 2 lets a worker whose jobs are short hold the next job while its last
+    /// result is committed (the harness heartbeats the held job's lease).
+    #[serde(default = "default_max_in_flight")]
+    pub max_in_flight: u32,
+}
+
+/// What the Python harness accepts (`workers_common.config.MAX_IN_FLIGHT`): it runs one
+/// job at a time, so a second held job is the most that helps.
+pub const MAX_POOL_IN_FLIGHT: u32 = 2;
+
+fn default_max_in_flight() -> u32 {
+    1
 }
 
 fn default_workers() -> u32 {
@@ -415,6 +431,9 @@ impl Config {
             }
             if pool.workers > 256 {
                 return Err(invalid(&key("workers"), "at most 256".into()));
+            }
+            if !(1..=MAX_POOL_IN_FLIGHT).contains(&pool.max_in_flight) {
+                return Err(invalid(&key("max_in_flight"), format!("1 or {MAX_POOL_IN_FLIGHT}")));
             }
             if let Some(t) = pool.job_timeout_secs {
                 if !(t.is_finite() && t > 0.0) {
@@ -606,6 +625,13 @@ mod tests {
         assert!(msg.contains("server.listen"), "{msg}");
         let msg = parse("[failures]\npermanent = [\"bogus\"]\n").unwrap_err().to_string();
         assert!(msg.contains("failures.permanent") && msg.contains("bogus"), "{msg}");
+        for bad in [0, 3] {
+            let msg = parse(&format!("[pools.p]\nformats = ['txt']\ncommand = ['x']\nmax_in_flight = {bad}\n")).unwrap_err().to_string();
+            assert!(msg.contains("pools.p.max_in_flight"), "{msg}");
+        }
+        let c = parse("[pools.p]\nformats = ['txt']\ncommand = ['x']\nmax_in_flight = 2\n").unwrap();
+        assert_eq!(c.pools["p"].max_in_flight, 2);
+        assert_eq!(c.jobs.retry_after_max_ms, 3_600_000);
     }
 
     #[test]

@@ -54,6 +54,7 @@ async fn load(server_addr: String, token: String, acked: Arc<Mutex<Acked>>, stop
                     permanent: false,
                     worker_id: "crash-worker".into(),
                     attempt: job.attempt,
+                    retry_after_ms: 0,
                 };
                 match worker.submit_ingestion_result(r).await {
                     Ok(resp) if resp.get_ref().accepted => {
@@ -89,6 +90,12 @@ async fn kill9_at_random_points_loses_nothing_acknowledged() {
         let stop = Arc::new(tokio::sync::Notify::new());
         let task = tokio::spawn(load(server.addr.clone(), server.token.clone(), acked.clone(), stop.clone()));
         tokio::time::sleep(Duration::from_millis(rng.u64(30..400))).await;
+        // A loaded machine may not have acknowledged anything yet: the first kill waits for
+        // the load to get going (bounded), so the round tests something.
+        let started = std::time::Instant::now();
+        while round == 0 && acked.lock().unwrap().enqueued.is_empty() && started.elapsed() < Duration::from_secs(20) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
         server.kill9();
         stop.notify_one();
         let _ = tokio::time::timeout(Duration::from_secs(5), task).await;

@@ -161,6 +161,34 @@ async fn retryable_failures_back_off_then_dead_then_retry() {
     assert_eq!(s.job(&job.id).await.state, "succeeded");
 }
 
+/// A worker's `retry_after_ms` (an HTTP Retry-After) is a floor under the backoff, and
+/// `retry_after_max_ms` caps it: a server asking for ten hours does not park the job.
+#[tokio::test]
+async fn a_retry_after_hint_holds_the_retry_back_and_is_capped() {
+    let s = Server::start(Some("max_attempts = 3\nlease_secs = 30\nbackoff_base_ms = 10\nbackoff_max_ms = 20\nretry_after_max_ms = 1500"));
+    let job = s.submit("t", "txt", "busy.txt", b"x").await;
+    let mut w = Worker::connect(&s, "w", &["txt"]).await;
+    let j = w.expect_job().await;
+    let sent = std::time::Instant::now();
+    assert!(w.fail_after(&j, "fetch_failed: HTTP 429", 800).await.accepted);
+    let v = s.job(&job.id).await;
+    let failure = v.failures.last().expect("the failure is kept");
+    assert_eq!((failure.kind.as_str(), failure.retry_after_ms), ("fetch_failed", 800));
+    if v.state == "retrying" {
+        let wait = v.next_attempt_at - failure.at;
+        assert!((800_000..=820_000).contains(&wait), "due {wait} µs after the failure, not the hint's 800 ms");
+    }
+    let again = w.expect_job().await;
+    assert!(sent.elapsed() >= Duration::from_millis(800), "redelivered after {:?}, before the hint ran out", sent.elapsed());
+    assert!(w.fail_after(&again, "fetch_failed: HTTP 503", 36_000_000).await.accepted);
+    let v = s.job(&job.id).await;
+    let failure = v.failures.last().expect("the failure is kept");
+    assert_eq!(failure.retry_after_ms, 36_000_000, "the hint is recorded as given");
+    assert_eq!(v.state, "retrying", "1.5 s cannot have passed on the way back");
+    let wait = v.next_attempt_at - failure.at;
+    assert!((1_500_000..=1_520_000).contains(&wait), "due {wait} µs after the failure: the cap is 1.5 s");
+}
+
 /// Cancel works on queued and leased jobs; the holder of a cancelled job is fenced
 /// out; finished jobs cannot be cancelled.
 #[tokio::test]

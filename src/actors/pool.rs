@@ -386,6 +386,9 @@ impl PoolActor {
         env.insert("TELHA_WORKER_ID".into(), worker_id.clone());
         env.insert("TELHA_TOKEN".into(), self.contact.token.clone());
         env.insert("TELHA_FORMATS".into(), self.config.formats.join(","));
+        if self.config.max_in_flight > 1 {
+            env.insert("TELHA_MAX_IN_FLIGHT".into(), self.config.max_in_flight.to_string());
+        }
         if let Some(ca) = &self.contact.ca {
             env.insert("TELHA_CA".into(), ca.clone());
         }

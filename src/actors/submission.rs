@@ -32,8 +32,9 @@ pub struct WorkerResult {
 #[derive(Debug, Clone)]
 pub enum ResultBody {
     /// The worker failed the job: its reason (`<kind>: …` when it names one) and its
-    /// own permanence flag (used only when the reason names no kind).
-    Failed { reason: String, permanent: bool },
+    /// own permanence flag (used only when the reason names no kind), and the least
+    /// time it asks the retry to wait (ms, 0: none; capped by the policy).
+    Failed { reason: String, permanent: bool, retry_after_ms: u64 },
     /// A submission's JSON bytes, not parsed yet.
     Submitted { result_json: Vec<u8> },
 }
@@ -134,13 +135,14 @@ impl Core {
             },
         };
         let bytes = match r.body {
-            ResultBody::Failed { reason, permanent } => {
+            ResultBody::Failed { reason, permanent, retry_after_ms } => {
                 let (kind, _) = failure::split_reason(&reason);
                 let failure = FailureRecord {
                     kind: kind.unwrap_or(FailureKind::Transient).as_str().into(),
                     permanent: kind.map_or(permanent, |k| self.policy.is_permanent(k)),
                     reason: failure::truncate_utf8(&reason, failure::MAX_REASON_BYTES).to_string(),
                     worker_id: worker.clone().unwrap_or_default(),
+                    retry_after_ms,
                     ..Default::default()
                 };
                 return Ok(match self.leases.fail(id, worker, attempt, failure).await? {

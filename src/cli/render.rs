@@ -30,6 +30,9 @@ fn failure_json(f: &Failure) -> Value {
     if f.peak_rss_bytes > 0 {
         m.insert("peak_rss_bytes".into(), json!(f.peak_rss_bytes));
     }
+    if f.retry_after_ms > 0 {
+        m.insert("retry_after_ms".into(), json!(f.retry_after_ms));
+    }
     Value::Object(m)
 }
 

@@ -23,7 +23,7 @@ pub fn worker_result(r: proto::IngestionResult) -> Result<WorkerResult, Status> 
         if r.failure_reason.len() > MAX_REASON_WIRE_BYTES {
             return Err(invalid("failure_reason", format!("{} bytes is over the limit of {MAX_REASON_WIRE_BYTES}", r.failure_reason.len())));
         }
-        ResultBody::Failed { reason: r.failure_reason, permanent: r.permanent }
+        ResultBody::Failed { reason: r.failure_reason, permanent: r.permanent, retry_after_ms: r.retry_after_ms }
     };
     Ok(WorkerResult { job_id, worker, attempt, body })
 }
@@ -123,6 +123,7 @@ pub fn job(v: JobView) -> proto::Job {
                 signal: f.signal,
                 stderr_tail: f.stderr_tail,
                 peak_rss_bytes: f.peak_rss_bytes,
+                retry_after_ms: f.retry_after_ms,
             })
             .collect(),
         options_json: j.options_json,

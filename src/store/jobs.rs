@@ -41,6 +41,8 @@ pub struct Policy {
     pub max_attempts: u32,
     pub backoff_base_ms: u64,
     pub backoff_max_ms: u64,
+    /// Cap on a worker's retry-after hint (ms).
+    pub retry_after_max_ms: u64,
     pub lease_us: i64,
     pub permanent: Vec<FailureKind>,
 }
@@ -51,6 +53,7 @@ impl Policy {
             max_attempts: c.jobs.max_attempts,
             backoff_base_ms: c.jobs.backoff_base_ms,
             backoff_max_ms: c.jobs.backoff_max_ms,
+            retry_after_max_ms: c.jobs.retry_after_max_ms,
             lease_us: crate::time::us(c.jobs.lease()),
             permanent: FailureKind::ALL.into_iter().filter(|k| c.is_permanent(*k)).collect(),
         }
@@ -390,7 +393,9 @@ pub fn fail(tx: &mut Tx<'_>, id: u64, worker: Option<&str>, attempt: u64, mut fa
     let event = Event::Fail { permanent: failure.permanent, attempts: rec.attempts, max_attempts: policy.max_attempts };
     let next = apply(tx, &mut rec, event, now, |r, next| {
         r.next_attempt_at = if next == JobState::Retrying {
-            let delay = backoff_ms(r.attempts, policy.backoff_base_ms, policy.backoff_max_ms, fastrand::f64());
+            let backoff = backoff_ms(r.attempts, policy.backoff_base_ms, policy.backoff_max_ms, fastrand::f64());
+            // The worker's hint is a floor (the server said "not before"), capped.
+            let delay = backoff.max(failure.retry_after_ms.min(policy.retry_after_max_ms));
             now + i64::try_from(delay).unwrap_or(i64::MAX / 2) * 1000
         } else {
             0

@@ -83,6 +83,9 @@ pub struct FailureRecord {
     pub stderr_tail: String,
     #[prost(uint64, tag = "10")]
     pub peak_rss_bytes: u64,
+    /// The worker's minimum wait before a retry (IngestionResult.retry_after_ms), as given.
+    #[prost(uint64, tag = "11")]
+    pub retry_after_ms: u64,
 }
 
 #[derive(Clone, PartialEq, prost::Message)]

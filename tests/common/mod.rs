@@ -294,6 +294,12 @@ impl Worker {
         self.submit_as(&job.job_id, job.attempt, false, "", reason, permanent).await
     }
 
+    /// A retryable failure asking the retry to wait at least `retry_after_ms`.
+    pub async fn fail_after(&mut self, job: &JobPayload, reason: &str, retry_after_ms: u64) -> SubmitResponse {
+        let r = IngestionResult { job_id: job.job_id.clone(), failure_reason: reason.into(), worker_id: self.id.clone(), attempt: job.attempt, retry_after_ms, ..Default::default() };
+        self.client.submit_ingestion_result(r).await.expect("submit result").into_inner()
+    }
+
     pub async fn submit_as(&mut self, job_id: &str, attempt: u64, success: bool, result_json: &str, reason: &str, permanent: bool) -> SubmitResponse {
         let r = IngestionResult {
             job_id: job_id.into(),
@@ -303,6 +309,7 @@ impl Worker {
             permanent,
             worker_id: self.id.clone(),
             attempt,
+            retry_after_ms: 0,
         };
         self.client.submit_ingestion_result(r).await.expect("submit result").into_inner()
     }

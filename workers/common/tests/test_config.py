@@ -20,6 +20,8 @@ def test_reads_the_environment() -> None:
     config = WorkerConfig.from_env(GOOD)
     assert config == WorkerConfig("127.0.0.1:50051", "tabular-1", "s3cret", ("csv", "tsv"))
     assert not config.is_unix
+    assert config.max_in_flight == 1  # the seed's one job at a time unless the pool says
+    assert WorkerConfig.from_env({**GOOD, "TELHA_MAX_IN_FLIGHT": "2"}).max_in_flight == 2
 
 
 @pytest.mark.parametrize(
@@ -53,6 +55,9 @@ def test_each_variable_is_required(missing: str) -> None:
         ("TELHA_FORMATS", "c s v"),
         ("TELHA_TOKEN", "tab\tinside"),
         ("TELHA_TOKEN", "naïve"),
+        ("TELHA_MAX_IN_FLIGHT", "0"),
+        ("TELHA_MAX_IN_FLIGHT", "3"),
+        ("TELHA_MAX_IN_FLIGHT", "two"),
     ],
 )
 def test_malformed_values_are_refused(name: str, value: str) -> None:

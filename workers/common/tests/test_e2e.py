@@ -249,6 +249,70 @@ def test_sigterm_finishes_the_current_job_then_exits_ok(
     assert (done["state"], done["failures"], done["attempts"]) == ("succeeded", [], 0)
 
 
+PREFETCH = {"TELHA_MAX_IN_FLIGHT": "2"}
+
+
+def test_a_prefetching_worker_returns_the_same_results(
+    core: Core, workers: Callable[..., WorkerProcess], tmp_path: Path
+) -> None:
+    """With a job held beside the one running and results delivered behind, 30 jobs on one
+    worker all succeed on their first lease with the submissions a lone run gives."""
+    worker = workers(core, "txt,text", module="example_worker", env=PREFETCH)
+    sources = [
+        write(tmp_path, f"p{i}.txt", f"Paragraph {i}.\n\nAnother, {i * i}.\n".encode())
+        for i in range(30)
+    ]
+    jobs = [core.ingest(source) for source in sources]
+    for source, job in zip(sources, jobs, strict=True):
+        done = core.wait_job(job["id"], worker=worker)
+        assert (done["state"], done["failures"], done["attempts"]) == ("succeeded", [], 0)
+        [expected] = run_handler(handle_txt, source, format="txt", name=job["name"])
+        assert done["submission_hash"] == submission_hash([expected])
+    assert worker.terminate() == EXIT_OK
+
+
+def test_a_prefetched_jobs_lease_is_kept_alive_behind_a_slow_job(
+    core: Core, workers: Callable[..., WorkerProcess], tmp_path: Path
+) -> None:
+    """One worker holds a quick job while a slow one runs 2.5 leases long: the held job's
+    lease is heartbeated from the moment it arrives, so neither job loses a lease."""
+    worker = workers(core, env=PREFETCH)
+    slow = core.ingest(
+        write(tmp_path, "slow.txt", b"slow"),
+        options={"mode": "slow", "sleep_secs": LEASE_SECS * 2.5},
+    )
+    core.wait_job(slow["id"], until=lambda j: j["state"] == "leased", worker=worker)
+    held = core.ingest(write(tmp_path, "quick.txt", b"quick"))
+    # Delivered to the busy worker (it asked for two), while the slow job still runs.
+    leased = core.wait_job(held["id"], until=lambda j: j["state"] != "queued", worker=worker)
+    assert leased["state"] == "leased", leased
+    assert core.job(slow["id"])["state"] == "leased"
+    for job in (slow, held):
+        done = core.wait_job(job["id"], worker=worker)
+        assert (done["state"], done["failures"], done["attempts"]) == ("succeeded", [], 0), (
+            worker.log()
+        )
+
+
+def test_sigterm_runs_the_held_job_too_then_exits_ok(
+    core: Core, workers: Callable[..., WorkerProcess], tmp_path: Path
+) -> None:
+    """SIGTERM while a prefetching worker runs one job and holds another: both succeed on
+    their first lease, and the worker exits 0 with nothing left leased."""
+    worker = workers(core, env=PREFETCH)
+    slow = core.ingest(
+        write(tmp_path, "t.txt", b"term"), options={"mode": "slow", "sleep_secs": 1.5}
+    )
+    core.wait_job(slow["id"], until=lambda j: j["state"] == "leased", worker=worker)
+    held = core.ingest(write(tmp_path, "h.txt", b"held"))
+    core.wait_job(held["id"], until=lambda j: j["state"] == "leased", worker=worker)
+    worker.process.send_signal(signal.SIGTERM)
+    assert worker.wait(timeout=20) == EXIT_OK, worker.log()
+    for job in (slow, held):
+        done = core.job(job["id"])
+        assert (done["state"], done["failures"], done["attempts"]) == ("succeeded", [], 0)
+
+
 @pytest.mark.timeout(120)
 def test_worker_reconnects_after_the_core_restarts(
     tmp_path: Path, workers: Callable[..., WorkerProcess]

@@ -32,7 +32,7 @@ from workers_common.failures import cap_utf8
     ],
 )
 def test_describe_failure(error: Exception, reason: str, permanent: bool) -> None:
-    assert describe_failure(error) == (reason, permanent)
+    assert describe_failure(error) == (reason, permanent, 0)
 
 
 def test_the_table_matches_design_section_6() -> None:
@@ -86,3 +86,23 @@ def test_worker_failures_are_the_shared_taxonomy() -> None:
         assert table[cls.kind] == (cls.permanent, "worker"), cls
     raised = {kind for kind, (_, by) in table.items() if by == "worker"}
     assert {cls.kind for cls in classes} == raised
+
+
+@pytest.mark.parametrize(
+    ("error", "wait_ms"),
+    [
+        (FetchFailed("HTTP 429", retry_after_s=2), 2000),
+        (FetchFailed("HTTP 503", retry_after_s=0.0004), 1),  # a floor: rounded up
+        (FetchFailed("HTTP 503"), 0),
+        (FetchFailed("HTTP 503", retry_after_s=-5), 0),
+        (FetchFailed("HTTP 503", retry_after_s=float("nan")), 0),
+        (FetchFailed("HTTP 503", retry_after_s=float("inf")), (1 << 64) - 1),
+        (FetchFailed("HTTP 503", retry_after_s=1e30), (1 << 64) - 1),
+        (InvalidInput("bad", retry_after_s=5), 0),  # permanent: no retry to hold back
+        (RuntimeError("boom"), 0),
+    ],
+)
+def test_a_retry_after_hint_travels_as_whole_ms(error: Exception, wait_ms: int) -> None:
+    report = describe_failure(error)
+    assert report.retry_after_ms == wait_ms
+    assert 0 <= report.retry_after_ms < 1 << 64  # fits the wire's uint64

@@ -120,6 +120,28 @@ def test_failures_reach_the_core_typed(core: WebCore, site: Site) -> None:
     assert ok["state"] == "succeeded"
 
 
+def test_retry_after_holds_the_cores_retry_back(core: WebCore, site: Site) -> None:
+    """A 429 with Retry-After: 4 reaches the core as the failure's retry_after_ms, and the
+    retry is due no sooner than 4 s after the failure (the backoff alone is ~1 s)."""
+    site.add("/busy", Answer(429, b"slow down", headers={"Retry-After": "4"}))
+    job = only_job(core.ingest(site.url("/busy"), wait=False, crawl_delay_ms=0))
+
+    def failed_once() -> dict[str, Any] | None:
+        seen = core.job(job["id"])
+        return seen if seen["failures"] else None
+
+    failed = core.wait(failed_once, "the first failure")
+    first = failed["failures"][0]
+    assert first["kind"] == "fetch_failed"
+    assert first["retry_after_ms"] == 4000
+    if failed["state"] == "retrying":
+        assert failed["next_attempt_at"] - first["at"] >= 4_000_000
+    # Past the backoff's 1 s (which alone would have retried by now), short of the 4 s.
+    time.sleep(max(0.0, first["at"] / 1e6 + 2.5 - time.time()))
+    assert site.hits("/busy") == 1, "fetched again before Retry-After ran out"
+    core.cli("cancel", str(job["id"]))
+
+
 def test_calendar_trap_is_stopped_by_depth_and_max_pages(core: WebCore, site: Site) -> None:
     """Months link to months forever; the crawl ends within max_pages and crawl_depth."""
     site.add("/robots.txt", Answer(404, b""))

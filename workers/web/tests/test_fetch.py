@@ -111,7 +111,7 @@ def test_default_guard_refuses_the_local_server(site: Site, tmp_path: Path) -> N
     worker = make_worker(tmp_path, WEB_ALLOW_NETS="")
     with pytest.raises(Unsupported) as err:
         page(worker, site.url("/"))
-    reason, permanent = describe_failure(err.value)
+    reason, permanent, _ = describe_failure(err.value)
     assert permanent
     assert "127.0.0.1" in reason
     assert "loopback" in reason
@@ -195,7 +195,7 @@ def test_statuses_map_to_failures(
     site.add("/s", Answer(status, b"no"))
     with pytest.raises(failure) as err:
         page(worker, site.url("/s"))
-    reason, is_permanent = describe_failure(err.value)
+    reason, is_permanent, _ = describe_failure(err.value)
     assert is_permanent is permanent
     assert f"HTTP {status}" in reason
 

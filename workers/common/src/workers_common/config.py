@@ -37,6 +37,10 @@ class WorkerConfig:
     ca_pem: bytes | None = None
     """PEM CA certificate(s) from the file `TELHA_CA` names: the channel speaks TLS and
     verifies the core's certificate with them. None: plaintext."""
+    max_in_flight: int = 1
+    """`TELHA_MAX_IN_FLIGHT` (the pool's `max_in_flight`): 1 runs one job at a time, as
+    the seed does; 2 also holds the next job while the last one's result is on its way
+    to the core, so the core's commit overlaps the next job's work (for fast handlers)."""
 
     @property
     def is_unix(self) -> bool:
@@ -44,14 +48,28 @@ class WorkerConfig:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> WorkerConfig:
-        """Reads TELHA_CORE_ADDR, TELHA_WORKER_ID, TELHA_TOKEN, TELHA_FORMATS and TELHA_CA."""
+        """Reads TELHA_CORE_ADDR, TELHA_WORKER_ID, TELHA_TOKEN, TELHA_FORMATS, TELHA_CA and
+        TELHA_MAX_IN_FLIGHT."""
         return cls(
             core_addr=_core_addr(_required(env, "TELHA_CORE_ADDR")),
             worker_id=_required(env, "TELHA_WORKER_ID"),
             token=_token(_required(env, "TELHA_TOKEN")),
             formats=_formats(_required(env, "TELHA_FORMATS")),
             ca_pem=_ca(env.get("TELHA_CA", "").strip()),
+            max_in_flight=_max_in_flight(env.get("TELHA_MAX_IN_FLIGHT", "").strip()),
         )
+
+
+MAX_IN_FLIGHT = 2
+"""A worker runs one job at a time: past one held beside it, a job would only wait."""
+
+
+def _max_in_flight(value: str) -> int:
+    if not value:
+        return 1
+    if not value.isdigit() or not 1 <= int(value) <= MAX_IN_FLIGHT:
+        raise ConfigError(f"TELHA_MAX_IN_FLIGHT={value!r}: want 1 or {MAX_IN_FLIGHT}")
+    return int(value)
 
 
 def _required(env: Mapping[str, str], name: str) -> str:

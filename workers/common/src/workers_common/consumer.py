@@ -10,6 +10,14 @@ thread and returns the process's exit code:
 Exit codes come from the generated WorkerExit table (exits.py): OK after SIGTERM/SIGINT
 (the current job is finished first), CONFIG when the environment is wrong or the core
 refuses the token, OOM when a MemoryError reaches the top.
+
+With `TELHA_MAX_IN_FLIGHT=2` (the pool's `max_in_flight`) the worker prefetches: the
+stream may hold a second leased job, read by its own thread, whose lease is registered
+for heartbeats the moment it arrives (so it cannot run down in a buffer however long the
+job before it takes), and a single-shot job's result is delivered by a background thread
+while the next job already runs: the core's validate-and-commit overlaps the next job's
+work instead of adding to it. At most one result is on its way at a time. Jobs already
+received when the worker is asked to stop are run before it exits.
 """
 
 from __future__ import annotations
@@ -17,11 +25,13 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import queue
 import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from types import FrameType
 
 import grpc
@@ -29,7 +39,7 @@ import grpc
 from ._proto import telha_pb2
 from .backoff import Backoff
 from .config import ConfigError, WorkerConfig
-from .driver import Handler, Outcome, drive
+from .driver import Handler, Outcome, start
 from .exits import EXIT_CONFIG, EXIT_OK, EXIT_OOM
 from .failures import Unsupported, WorkerFailure, describe_failure
 from .heartbeat import Heartbeater, InFlight, Lease
@@ -77,6 +87,10 @@ class WorkerConsumer:
         self._stopping = threading.Event()
         self._busy = False
         self._stream: JobStream | None = None
+        self._prefetching = False
+        # Prefetching: the last job's result on its way, and the thread that delivers it.
+        self._tail: Future[None] | None = None
+        self._deliverer: ThreadPoolExecutor | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -85,8 +99,10 @@ class WorkerConsumer:
         with self._lock:
             self._stopping.set()
             # Cancelling the stream while a job runs would tell the core the worker is gone
-            # and hand the job to someone else; so the idle stream only.
-            stream = None if self._busy else self._stream
+            # and hand the job to someone else; so the idle stream only. A prefetching
+            # stream is read by its own thread: cancelling it ends the reading, and the
+            # jobs already received are run before run() returns.
+            stream = None if self._busy and not self._prefetching else self._stream
         if stream is not None:
             stream.cancel()
 
@@ -165,22 +181,31 @@ class WorkerConsumer:
                     self._stopping.wait(delay)
             return EXIT_OK
         finally:
+            if self._deliverer is not None:
+                self._deliverer.shutdown(wait=True)
+                self._deliverer = None
             heartbeater.stop()
             client.close()
 
     def _poll_once(self, client: CoreClient, config: WorkerConfig) -> int | None:
         """Holds one PollJobs stream until it ends; returns an exit code if run() should."""
-        stream = client.poll_jobs(config.formats, max_in_flight=1)
+        prefetch = config.max_in_flight > 1
+        stream = client.poll_jobs(config.formats, max_in_flight=config.max_in_flight)
         opened = time.monotonic()
         with self._lock:
             self._stream = stream
+            self._prefetching = prefetch
             if self._stopping.is_set():
                 stream.cancel()
+        arrivals = _Arrivals(stream, self._in_flight) if prefetch else None
         try:
-            for payload in stream:
+            jobs = iter(arrivals) if arrivals is not None else self._arrivals(stream)
+            for payload, lease in jobs:
                 self._backoff.reset()
-                self._process(client, config, payload)
-                if self._stopping.is_set():
+                self._process(client, config, payload, lease, defer=prefetch)
+                # Prefetching, the stream was cancelled by stop(): it ends once the jobs
+                # received before are run.
+                if self._stopping.is_set() and not prefetch:
                     return EXIT_OK
             log.warning("the core closed the job stream")
         except grpc.RpcError as err:
@@ -199,27 +224,65 @@ class WorkerConsumer:
             with self._lock:
                 self._stream = None
             stream.cancel()
+            if arrivals is not None:
+                arrivals.close()
+            self._settle_tail()
         # A stream that lived a while was a working connection: start the backoff over.
         if time.monotonic() - opened > self._backoff.maximum:
             self._backoff.reset()
         return None
 
+    def _arrivals(self, stream: JobStream) -> Iterator[tuple[telha_pb2.JobPayload, Lease]]:
+        """A stream that holds one job at a time: its lease is registered as it starts."""
+        for payload in stream:
+            yield (
+                payload,
+                self._in_flight.add(payload.job_id, payload.attempt, payload.lease_deadline),
+            )
+
     def _process(
-        self, client: CoreClient, config: WorkerConfig, payload: telha_pb2.JobPayload
+        self,
+        client: CoreClient,
+        config: WorkerConfig,
+        payload: telha_pb2.JobPayload,
+        lease: Lease,
+        *,
+        defer: bool,
     ) -> None:
         with self._lock:
             self._busy = True
-        lease = self._in_flight.add(payload.job_id, payload.attempt, payload.lease_deadline)
         try:
-            self._run_job(client, config, payload, lease)
+            started = time.monotonic()
+            deliver = self._start_job(client, config, payload, lease)
+            if deliver is None:
+                self._in_flight.remove(lease)
+                return
+            if not defer:
+                self._finish_job(client, config, payload, lease, deliver, started)
+                return
+            # One result on its way at a time: the last one must be in before this one goes.
+            self._settle_tail()
+            if self._deliverer is None:
+                self._deliverer = ThreadPoolExecutor(1, thread_name_prefix="telha-deliver")
+            self._tail = self._deliverer.submit(
+                self._finish_job, client, config, payload, lease, deliver, started
+            )
         finally:
-            self._in_flight.remove(lease)
             with self._lock:
                 self._busy = False
 
-    def _run_job(
+    def _settle_tail(self) -> None:
+        """Waits for the last job's result to be delivered (re-raising a MemoryError the
+        delivery met: it ends the process as any other)."""
+        tail, self._tail = self._tail, None
+        if tail is not None:
+            tail.result()
+
+    def _start_job(
         self, client: CoreClient, config: WorkerConfig, payload: telha_pb2.JobPayload, lease: Lease
-    ) -> None:
+    ) -> Callable[[], Outcome] | None:
+        """Runs the job's handler; returns its delivery, or None when the job is over here
+        (failed and reported, or dropped)."""
         job_id, attempt = payload.job_id, payload.attempt
 
         def submit(result_json: bytes) -> Submitted:
@@ -233,7 +296,6 @@ class WorkerConsumer:
                 )
             )
 
-        started = time.monotonic()
         # The one ladder that classifies how a job ended. MemoryError and other
         # BaseExceptions are not caught: they end the process (run() maps MemoryError).
         try:
@@ -241,15 +303,42 @@ class WorkerConsumer:
             if handler is None:
                 raise Unsupported(f"this worker has no handler for format {payload.kind!r}")
             job = Job.from_payload(payload, lambda: client.read_blob(job_id, attempt))
-            outcome = drive(handler, job, submit, lease.lost.is_set)
+            return start(handler, job, submit, lease.lost.is_set)
         except SubmitError as err:
             log.warning("job %s: could not deliver a submission, dropping the job: %s", job_id, err)
-            return
+            return None
         except MemoryError:
             raise
         except Exception as err:
             self._report_failure(client, config, payload, lease, err)
-            return
+            return None
+
+    def _finish_job(
+        self,
+        client: CoreClient,
+        config: WorkerConfig,
+        payload: telha_pb2.JobPayload,
+        lease: Lease,
+        deliver: Callable[[], Outcome],
+        started: float,
+    ) -> None:
+        """Delivers a job's result (the rest of the ladder above) and lets go of its lease."""
+        job_id = payload.job_id
+        try:
+            try:
+                outcome = deliver()
+            except SubmitError as err:
+                log.warning(
+                    "job %s: could not deliver a submission, dropping the job: %s", job_id, err
+                )
+                return
+            except MemoryError:
+                raise
+            except Exception as err:
+                self._report_failure(client, config, payload, lease, err)
+                return
+        finally:
+            self._in_flight.remove(lease)
         log.info(
             "job %s (%s): %s in %.3fs",
             job_id,
@@ -285,6 +374,7 @@ class WorkerConsumer:
                     permanent=report.permanent,
                     worker_id=config.worker_id,
                     attempt=payload.attempt,
+                    retry_after_ms=report.retry_after_ms,
                 )
             )
         except SubmitError as submit_err:
@@ -294,3 +384,52 @@ class WorkerConsumer:
             log.warning(
                 "job %s: the core refused the failure report (%s)", payload.job_id, answer.reason
             )
+
+
+class _Arrivals:
+    """A prefetching stream, read by its own thread: each job's lease is registered (so
+    heartbeats keep it alive) the moment the job arrives, not when it starts. Iterating
+    yields the jobs in order, then raises what ended the stream (an RpcError) or stops."""
+
+    _END = object()
+
+    def __init__(self, stream: JobStream, in_flight: InFlight) -> None:
+        self._queue: queue.SimpleQueue[object] = queue.SimpleQueue()
+        self._in_flight = in_flight
+        self._thread = threading.Thread(
+            target=self._read, args=(stream,), name="telha-jobs", daemon=True
+        )
+        self._thread.start()
+
+    def _read(self, stream: JobStream) -> None:
+        try:
+            for payload in stream:
+                lease = self._in_flight.add(payload.job_id, payload.attempt, payload.lease_deadline)
+                self._queue.put((payload, lease))
+        except BaseException as err:  # handed to the main thread, which decides
+            self._queue.put(err)
+        else:
+            self._queue.put(self._END)
+
+    def __iter__(self) -> Iterator[tuple[telha_pb2.JobPayload, Lease]]:
+        while True:
+            item = self._queue.get()
+            if item is self._END:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item  # type: ignore[misc]
+
+    def close(self) -> None:
+        """After the stream was cancelled: jobs received but never started (the loop left
+        early) are not kept alive; their leases run out and the core retries them."""
+        self._thread.join(timeout=10)
+        while True:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                return
+            if isinstance(item, tuple):
+                payload, lease = item
+                self._in_flight.remove(lease)
+                log.warning("job %s: received but not started; left to its lease", payload.job_id)

@@ -41,7 +41,7 @@ from .result import IngestionResultBuilder
 from .rpc import Submitted
 from .wire import canonical_json
 
-__all__ = ["OVERSIZE_OPTION", "Handler", "HandlerResult", "Outcome", "Submit", "drive"]
+__all__ = ["OVERSIZE_OPTION", "Handler", "HandlerResult", "Outcome", "Submit", "drive", "start"]
 
 OVERSIZE_OPTION = "oversize"
 """Job option set by a parent on a child job it refused to inline: `{"bytes", "limit", "what"}`."""
@@ -74,14 +74,33 @@ def drive(
     abandoned: Callable[[], bool] = lambda: False,
 ) -> Outcome:
     """Runs `handler` on `job`, submitting everything it produces through `submit`."""
+    return start(handler, job, submit, abandoned)()
+
+
+def start(
+    handler: Handler,
+    job: Job,
+    submit: Submit,
+    abandoned: Callable[[], bool] = lambda: False,
+) -> Callable[[], Outcome]:
+    """`drive` in two steps: runs `handler` now and returns what is left to do. For a
+    single-shot result that is its submission, which the caller may run on another
+    thread while the next job starts; a stream is driven to its end here (its partials
+    are pipelined already), and what is left only returns its outcome."""
     _refuse_oversize(job)
     result = handler(job)
     if isinstance(result, bytes | bytearray | memoryview):
-        if abandoned():
-            return Outcome.ABANDONED
-        return _finish(job, submit(bytes(result)))
+        data = bytes(result)
+
+        def deliver() -> Outcome:
+            if abandoned():
+                return Outcome.ABANDONED
+            return _finish(job, submit(data))
+
+        return deliver
     if isinstance(result, Generator):
-        return _drive_stream(result, job, submit, abandoned)
+        outcome = _drive_stream(result, job, submit, abandoned)
+        return lambda: outcome
     raise TypeError(
         f"handler for {job.format!r} returned {type(result).__name__}, "
         "expected bytes or a generator of submission dicts"

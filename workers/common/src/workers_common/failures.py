@@ -8,6 +8,7 @@ boundary so the core never receives a broken character.
 
 from __future__ import annotations
 
+import math
 from typing import ClassVar, NamedTuple
 
 from ._proto import wire_rules
@@ -29,10 +30,20 @@ FAILURE_REASON_MAX_BYTES = wire_rules.MAX_REASON_BYTES
 
 
 class WorkerFailure(Exception):
-    """A failure the worker reports on purpose; retryable unless a subclass says otherwise."""
+    """A failure the worker reports on purpose; retryable unless a subclass says otherwise.
+
+    `retry_after_s`: the least time the next attempt should wait (an HTTP `Retry-After`, a
+    quota's reset), sent as `IngestionResult.retry_after_ms`; the core's backoff applies
+    on top, and the core caps the hint (`[jobs] retry_after_max_ms`). Meaningless on a
+    permanent failure, so never sent with one.
+    """
 
     kind: ClassVar[str] = "transient"
     permanent: ClassVar[bool] = False
+
+    def __init__(self, *args: object, retry_after_s: float | None = None) -> None:
+        super().__init__(*args)
+        self.retry_after_s = retry_after_s
 
 
 class InvalidInput(WorkerFailure):
@@ -68,6 +79,7 @@ class FailureReport(NamedTuple):
 
     reason: str
     permanent: bool
+    retry_after_ms: int = 0
 
 
 def cap_utf8(text: str, max_bytes: int) -> str:
@@ -82,12 +94,29 @@ def cap_utf8(text: str, max_bytes: int) -> str:
 
 def describe_failure(error: BaseException) -> FailureReport:
     """Classifies an exception that escaped a handler into the wire's reason and permanence."""
+    retry_after_ms = 0
     if isinstance(error, WorkerFailure):
         kind, permanent = error.kind, error.permanent
         detail = str(error) or type(error).__name__
+        retry_after_ms = 0 if permanent else _wait_ms(error.retry_after_s)
     else:
         kind, permanent = WorkerFailure.kind, WorkerFailure.permanent
         # The class name says what went wrong when the message alone does not ("KeyError: 'x'").
         message = str(error)
         detail = f"{type(error).__name__}: {message}" if message else type(error).__name__
-    return FailureReport(cap_utf8(f"{kind}: {detail}", FAILURE_REASON_MAX_BYTES), permanent)
+    return FailureReport(
+        cap_utf8(f"{kind}: {detail}", FAILURE_REASON_MAX_BYTES), permanent, retry_after_ms
+    )
+
+
+_MAX_WAIT_MS = (1 << 64) - 1
+
+
+def _wait_ms(seconds: float | None) -> int:
+    """A retry-after hint in whole ms for the wire's uint64 (rounded up: it is a floor);
+    0 for none, a negative or a NaN hint."""
+    if seconds is None or not seconds > 0:
+        return 0
+    if seconds == float("inf"):
+        return _MAX_WAIT_MS
+    return min(_MAX_WAIT_MS, math.ceil(seconds * 1000))

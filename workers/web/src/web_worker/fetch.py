@@ -71,11 +71,11 @@ class Response:
 
 
 class StatusFailure(FetchFailed):
-    """An HTTP status the fetch cannot use; retryable, carrying `Retry-After` when given."""
+    """An HTTP status the fetch cannot use; retryable, carrying `Retry-After` when given
+    (the harness sends it to the core as the retry's least wait)."""
 
     def __init__(self, message: str, retry_after_s: float | None = None) -> None:
-        super().__init__(message)
-        self.retry_after_s = retry_after_s
+        super().__init__(message, retry_after_s=retry_after_s)
 
 
 _KEPT_HEADERS = ("content-type", "retry-after", "location", "content-language", "x-robots-tag")

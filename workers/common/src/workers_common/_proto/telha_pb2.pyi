@@ -47,7 +47,7 @@ class JobPayload(_message.Message):
     def __init__(self, job_id: _Optional[str] = ..., tenant_id: _Optional[str] = ..., organization_id: _Optional[str] = ..., kind: _Optional[str] = ..., payload_json: _Optional[str] = ..., lease_deadline: _Optional[int] = ..., attempts: _Optional[int] = ..., attempt: _Optional[int] = ...) -> None: ...
 
 class IngestionResult(_message.Message):
-    __slots__ = ("job_id", "success", "result_json", "failure_reason", "permanent", "worker_id", "attempt")
+    __slots__ = ("job_id", "success", "result_json", "failure_reason", "permanent", "worker_id", "attempt", "retry_after_ms")
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     SUCCESS_FIELD_NUMBER: _ClassVar[int]
     RESULT_JSON_FIELD_NUMBER: _ClassVar[int]
@@ -55,6 +55,7 @@ class IngestionResult(_message.Message):
     PERMANENT_FIELD_NUMBER: _ClassVar[int]
     WORKER_ID_FIELD_NUMBER: _ClassVar[int]
     ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    RETRY_AFTER_MS_FIELD_NUMBER: _ClassVar[int]
     job_id: str
     success: bool
     result_json: bytes
@@ -62,7 +63,8 @@ class IngestionResult(_message.Message):
     permanent: bool
     worker_id: str
     attempt: int
-    def __init__(self, job_id: _Optional[str] = ..., success: _Optional[bool] = ..., result_json: _Optional[bytes] = ..., failure_reason: _Optional[str] = ..., permanent: _Optional[bool] = ..., worker_id: _Optional[str] = ..., attempt: _Optional[int] = ...) -> None: ...
+    retry_after_ms: int
+    def __init__(self, job_id: _Optional[str] = ..., success: _Optional[bool] = ..., result_json: _Optional[bytes] = ..., failure_reason: _Optional[str] = ..., permanent: _Optional[bool] = ..., worker_id: _Optional[str] = ..., attempt: _Optional[int] = ..., retry_after_ms: _Optional[int] = ...) -> None: ...
 
 class SubmitResponse(_message.Message):
     __slots__ = ("accepted", "node_ids", "lease_deadline", "reason")
@@ -343,7 +345,7 @@ class ListAmbiguitiesResponse(_message.Message):
     def __init__(self, ambiguities: _Optional[_Iterable[_Union[GraphAmbiguity, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class Failure(_message.Message):
-    __slots__ = ("attempt", "kind", "permanent", "reason", "at", "worker_id", "exit_code", "signal", "stderr_tail", "peak_rss_bytes")
+    __slots__ = ("attempt", "kind", "permanent", "reason", "at", "worker_id", "exit_code", "signal", "stderr_tail", "peak_rss_bytes", "retry_after_ms")
     ATTEMPT_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
     PERMANENT_FIELD_NUMBER: _ClassVar[int]
@@ -354,6 +356,7 @@ class Failure(_message.Message):
     SIGNAL_FIELD_NUMBER: _ClassVar[int]
     STDERR_TAIL_FIELD_NUMBER: _ClassVar[int]
     PEAK_RSS_BYTES_FIELD_NUMBER: _ClassVar[int]
+    RETRY_AFTER_MS_FIELD_NUMBER: _ClassVar[int]
     attempt: int
     kind: str
     permanent: bool
@@ -364,7 +367,8 @@ class Failure(_message.Message):
     signal: int
     stderr_tail: str
     peak_rss_bytes: int
-    def __init__(self, attempt: _Optional[int] = ..., kind: _Optional[str] = ..., permanent: _Optional[bool] = ..., reason: _Optional[str] = ..., at: _Optional[int] = ..., worker_id: _Optional[str] = ..., exit_code: _Optional[int] = ..., signal: _Optional[int] = ..., stderr_tail: _Optional[str] = ..., peak_rss_bytes: _Optional[int] = ...) -> None: ...
+    retry_after_ms: int
+    def __init__(self, attempt: _Optional[int] = ..., kind: _Optional[str] = ..., permanent: _Optional[bool] = ..., reason: _Optional[str] = ..., at: _Optional[int] = ..., worker_id: _Optional[str] = ..., exit_code: _Optional[int] = ..., signal: _Optional[int] = ..., stderr_tail: _Optional[str] = ..., peak_rss_bytes: _Optional[int] = ..., retry_after_ms: _Optional[int] = ...) -> None: ...
 
 class Job(_message.Message):
     __slots__ = ("id", "name", "tenant_id", "organization_id", "format", "state", "attempts", "failures", "options_json", "url", "content_blake3", "content_size", "created_at", "updated_at", "next_attempt_at", "worker_id", "lease_attempt", "lease_deadline", "submission_hash", "node_count", "parents", "children", "unchanged")
