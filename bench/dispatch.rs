@@ -35,10 +35,19 @@ struct Latency {
     p99_ms: f64,
 }
 
+/// CPU time per drained job (µs): the server process, its store-writer thread (part of
+/// it), and the bench's own clients and workers.
+struct CpuPerJob {
+    server_us: f64,
+    writer_us: f64,
+    bench_us: f64,
+}
+
 struct Figures {
     enqueue_per_s: f64,
     jobs_per_s: f64,
     drain_secs: f64,
+    cpu: CpuPerJob,
     at_200: Latency,
     at_half: Latency,
 }
@@ -141,6 +150,37 @@ async fn workers(addr: String, token: String, k: usize, max_in_flight: u32, tota
     end.expect("every job answered")
 }
 
+/// CPU seconds (user + system) of process `pid` and of its store-writer thread, from /proc.
+fn cpu_secs(pid: u32) -> (f64, f64) {
+    // Fields 14 and 15 of a stat line, after the command in parentheses, in clock ticks.
+    fn ticks(path: &str) -> Option<f64> {
+        let text = std::fs::read_to_string(path).ok()?;
+        let rest = &text[text.rfind(')')? + 2..];
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        Some(f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?)
+    }
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    let total = ticks(&format!("/proc/{pid}/stat")).unwrap_or(0.0) / hz;
+    let mut writer = 0.0;
+    for t in std::fs::read_dir(format!("/proc/{pid}/task")).into_iter().flatten().flatten() {
+        let dir = t.path();
+        if std::fs::read_to_string(dir.join("comm")).is_ok_and(|c| c.starts_with("telha-store-wri")) {
+            writer += ticks(&dir.join("stat").to_string_lossy()).unwrap_or(0.0) / hz;
+        }
+    }
+    (total, writer)
+}
+
+/// This process's CPU seconds (the bench's clients and workers).
+fn own_cpu_secs() -> f64 {
+    // SAFETY: getrusage fills the struct it is given.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    tv(u.ru_utime) + tv(u.ru_stime)
+}
+
 fn percentile(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {
         return f64::NAN;
@@ -155,8 +195,9 @@ async fn latency(s: &Server, k: usize, max_in_flight: u32, rate: f64, secs: f64,
     let ws = tokio::spawn(workers(s.addr.clone(), s.token.clone(), k, max_in_flight, m, Some(arrivals.clone())));
     tokio::time::sleep(Duration::from_millis(300)).await;
     let acked: Arc<Mutex<HashMap<String, Instant>>> = Arc::new(Mutex::new(HashMap::new()));
-    // Enough producers that one enqueue's commit (~1 ms) never holds the rate back.
-    let producers = ((rate / 200.0).ceil() as usize).clamp(2, 32);
+    // Enough producers (each waits for its enqueue's commit) that a slow commit under
+    // load does not hold the rate back.
+    let producers = ((rate / 25.0).ceil() as usize).clamp(4, 64);
     let interval = Duration::from_secs_f64(producers as f64 / rate);
     let started = Instant::now();
     let mut tasks = Vec::new();
@@ -194,16 +235,24 @@ async fn run(max_batch: usize, n: usize, k: usize, max_in_flight: u32, secs: f64
     let s = server(max_batch);
     // Throughput: N jobs already queued, K workers drain them.
     let enq = enqueue(&s, n, 32).await;
+    let (cpu0, writer0, own0) = { let (c, w) = cpu_secs(s.pid()); (c, w, own_cpu_secs()) };
     let start = Instant::now();
     let drain = workers(s.addr.clone(), s.token.clone(), k, max_in_flight, n, None).await - start;
     let jobs_per_s = n as f64 / drain.as_secs_f64();
+    let (cpu1, writer1) = cpu_secs(s.pid());
+    let per_job = |secs: f64| secs * 1e6 / n.max(1) as f64;
+    let cpu = CpuPerJob { server_us: per_job(cpu1 - cpu0), writer_us: per_job(writer1 - writer0), bench_us: per_job(own_cpu_secs() - own0) };
     let at_200 = latency(&s, k, max_in_flight, 200.0, secs, "200").await;
     let at_half = latency(&s, k, max_in_flight, (jobs_per_s / 2.0).max(1.0), secs, "half").await;
-    Figures { enqueue_per_s: n as f64 / enq.as_secs_f64(), jobs_per_s, drain_secs: drain.as_secs_f64(), at_200, at_half }
+    Figures { enqueue_per_s: n as f64 / enq.as_secs_f64(), jobs_per_s, drain_secs: drain.as_secs_f64(), cpu, at_200, at_half }
 }
 
 fn print(label: &str, n: usize, k: usize, m: u32, f: &Figures) {
     println!("{label:<22} N={n:<6} K={k:<3} max_in_flight={m:<3} enqueue {:>8.0} jobs/s | end to end {:>8.0} jobs/s", f.enqueue_per_s, f.jobs_per_s);
+    println!(
+        "{:<22} CPU per drained job: server {:.0} µs (store writer thread {:.0} µs, the rest gRPC, actors, parse/validate), bench clients {:.0} µs",
+        "", f.cpu.server_us, f.cpu.writer_us, f.cpu.bench_us
+    );
     for l in [&f.at_200, &f.at_half] {
         println!(
             "{:<22} enqueue→lease at {:>6.0} jobs/s (kept {:>6.0}): p50 {:>6.2} ms, p99 {:>6.2} ms ({} jobs)",
@@ -236,10 +285,13 @@ async fn main() {
     }
     if flag("--json") {
         println!(
-            r#"{{"side":"telha","jobs":{n},"seconds":{:.4},"jobs_per_s":{:.1},"enqueue_per_s":{:.1},"lat200":{},"lathalf":{},"settings":{{"workers":{k},"max_in_flight":{m},"max_batch":4096}}}}"#,
+            r#"{{"side":"telha","jobs":{n},"seconds":{:.4},"jobs_per_s":{:.1},"enqueue_per_s":{:.1},"cpu_us_per_job":{{"server":{:.1},"writer":{:.1},"bench":{:.1}}},"lat200":{},"lathalf":{},"settings":{{"workers":{k},"max_in_flight":{m},"max_batch":4096}}}}"#,
             group.drain_secs,
             group.jobs_per_s,
             group.enqueue_per_s,
+            group.cpu.server_us,
+            group.cpu.writer_us,
+            group.cpu.bench_us,
             json_latency(&group.at_200),
             json_latency(&group.at_half)
         );
