@@ -17,12 +17,43 @@
 // latency: the pool waits idle; jobs are added at a steady R/s for T s, and each one's
 // enqueue→start time is the time from addJob's reply (the job committed) to the task
 // starting in the pool.
+import { readdirSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { performance } from "node:perf_hooks";
 
 const require = createRequire(`${process.env.PEER_CACHE}/package.json`);
 const { run, makeWorkerUtils, Logger } = require("graphile-worker");
 const { Client } = require("pg");
+
+// CPU seconds (user + system) of the cluster: the postmaster, its live children and the
+// children it has reaped (cutime/cstime); 0 without PG_PID. Plus this Node process.
+function clusterCpuSecs() {
+  const pm = process.env.PG_PID;
+  if (!pm) return 0;
+  const hz = 100;
+  const fields = (pid) => {
+    try {
+      const text = readFileSync(`/proc/${pid}/stat`, "utf8");
+      return text.slice(text.lastIndexOf(")") + 2).split(" ");
+    } catch {
+      return null;
+    }
+  };
+  const own = fields(pm);
+  if (!own) return 0;
+  let ticks = Number(own[11]) + Number(own[12]) + Number(own[13]) + Number(own[14]);
+  for (const pid of readdirSync("/proc")) {
+    if (!/^[0-9]+$/.test(pid)) continue;
+    const f = fields(pid);
+    if (f && f[1] === pm) ticks += Number(f[11]) + Number(f[12]);
+  }
+  return ticks / hz;
+}
+
+function nodeCpuSecs() {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1e6;
+}
 
 function flag(name, fallback) {
   const i = process.argv.indexOf(name);
@@ -98,6 +129,7 @@ async function drain(n) {
       }
     },
   };
+  const [pg0, node0] = [clusterCpuSecs(), nodeCpuSecs()];
   const start = performance.now();
   const runner = await startPool(taskList);
   await allDone;
@@ -110,10 +142,11 @@ async function drain(n) {
     await new Promise((res) => setTimeout(res, 5));
   }
   const end = performance.now();
+  const cpu_us_per_job = { postgres: ((clusterCpuSecs() - pg0) * 1e6) / n, node: ((nodeCpuSecs() - node0) * 1e6) / n };
   await c.end();
   await runner.stop();
   const seconds = (end - start) / 1000;
-  return { jobs: n, seconds, jobs_per_s: n / seconds, handler_done_s: (lastSuccess - start) / 1000 };
+  return { jobs: n, seconds, jobs_per_s: n / seconds, handler_done_s: (lastSuccess - start) / 1000, cpu_us_per_job };
 }
 
 function percentile(sorted, p) {
