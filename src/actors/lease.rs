@@ -112,6 +112,18 @@ impl Leases {
         self.send(Msg::Grant { job, worker, tx }).await
     }
 
+    /// [`Self::grant`] without waiting: `Err(Some(..))` gives the grant back when the
+    /// actor's inbox is full (send it with [`Self::grant`] from a task), `Err(None)` when
+    /// the actor has stopped.
+    #[allow(clippy::result_large_err)]
+    pub(super) fn try_grant(&self, job: ReadyJob, worker: String, tx: JobSender) -> Result<(), Option<(ReadyJob, String, JobSender)>> {
+        match self.tx.try_send(Msg::Grant { job, worker, tx }) {
+            Ok(()) => Ok(()),
+            Err(mpsc::error::TrySendError::Full(Msg::Grant { job, worker, tx })) => Err(Some((job, worker, tx))),
+            Err(_) => Err(None),
+        }
+    }
+
     /// Keeps lease `attempt` of job `id` alive while the core itself holds the worker's
     /// call (a partial waiting for its predecessor): the worker is not silent, the core is.
     pub async fn keep_alive(&self, id: u64, attempt: u64) -> Result<(), CoreError> {

@@ -340,10 +340,12 @@ impl QueueActor {
                 if let Some((job, worker, tx)) = self.pick(pid) {
                     progressed = true;
                     self.inflight.entry(worker.clone()).or_default().insert(job.id);
-                    // A short task: the queue's loop never awaits the lease actor's
-                    // bounded inbox (the back edge, `Returned`, is unbounded).
-                    let leases = self.leases.clone();
-                    tokio::spawn(async move { leases.grant(job, worker, tx).await.ok() });
+                    // The queue's loop never awaits the lease actor's bounded inbox (the
+                    // back edge, `Returned`, is unbounded): when it is full, a short task waits.
+                    if let Err(Some((job, worker, tx))) = self.leases.try_grant(job, worker, tx) {
+                        let leases = self.leases.clone();
+                        tokio::spawn(async move { leases.grant(job, worker, tx).await.ok() });
+                    }
                 }
             }
             if !progressed {

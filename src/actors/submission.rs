@@ -39,6 +39,9 @@ pub enum ResultBody {
     Submitted { result_json: Vec<u8> },
 }
 
+/// Submissions up to this size are parsed and validated on the RPC task itself.
+const INLINE_BYTES: usize = 16 * 1024;
+
 /// What the worker is told.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SubmitReply {
@@ -158,13 +161,18 @@ impl Core {
         // waits for the predecessor's text offset to validate its spans.
         // Entered until this call returns: a successor waiting on this submission keeps
         // waiting while it is parsed, validated and applied, however long that takes.
+        // A small one (most jobs' results) is parsed and validated on this task: for it,
+        // the hop to the blocking pool costs more than the work.
+        let small = bytes.len() <= INLINE_BYTES;
         let unparsed = self.arriving.enter(id, attempt, None);
-        let parsed = blocking(move || wire::parse(&bytes).map(|sub| (sub, bytes))).await?;
+        let parsed = if small { wire::parse(&bytes).map(|sub| (sub, bytes)) } else { blocking(move || wire::parse(&bytes).map(|sub| (sub, bytes))).await? };
         let _arriving = parsed.as_ref().ok().map(|(sub, _)| self.arriving.enter(id, attempt, Some(sub.seq)));
         drop(unparsed);
         let checked = match parsed {
             Err(e) => Err(e),
             Ok((sub, bytes)) => match self.base_when_ready(id, attempt, sub.seq).await? {
+                // Child contents are written (and fsync'd) as blobs: never on this task.
+                Ok(base) if small && sub.child_jobs.iter().all(|c| c.content_b64.is_none()) => self.check(id, attempt, base, sub, bytes)?,
                 Ok(base) => {
                     let core = self.clone();
                     blocking(move || core.check(id, attempt, base, sub, bytes)).await??
@@ -214,6 +222,10 @@ impl Core {
     /// that arrived and is slow to parse, validate or apply is waited for. For a lease that is not current, 0:
     /// the store fences the submission.
     async fn base_when_ready(&self, job: u64, attempt: u64, seq: u32) -> Result<Result<u64, WireError>, CoreError> {
+        // The first submission of a lease starts at offset 0: nothing to read.
+        if seq == 0 {
+            return Ok(Ok(0));
+        }
         let gap = |missing: u32, why: &str| WireError::field("seq", format!("{seq} leaves a gap: seq {missing} of this lease {why}"));
         let config = self.config();
         let wait = config.jobs.partial_wait();

@@ -137,7 +137,9 @@ impl Server {
         let addr_file = self.data_dir().join("serve.addr");
         let _ = std::fs::remove_file(&addr_file);
         let log = std::fs::OpenOptions::new().create(true).append(true).open(self.dir.path().join("serve.log")).expect("log");
-        let child = Command::new(env!("CARGO_BIN_EXE_telha"))
+        // A bench may serve from another build (before/after in one sitting): TELHA_BENCH_SERVER.
+        let bin = std::env::var_os("TELHA_BENCH_SERVER").map(PathBuf::from).unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_telha")));
+        let child = Command::new(bin)
             .args(["--config", self.config.to_str().expect("utf-8 path"), "serve"])
             .env("RUST_LOG", "info")
             .stdout(Stdio::null())
