@@ -9,6 +9,7 @@
 
 pub mod blobs;
 pub mod edges;
+mod file;
 pub mod jobs;
 pub mod records;
 pub mod state;
@@ -99,7 +100,9 @@ impl Store {
     /// `merge_rows` are staged (`[store] merge_rows`; 0: after every commit).
     pub fn open_with(data_dir: &Path, max_batch: usize, cache_bytes: usize, merge_rows: u64) -> Result<Self, StoreError> {
         std::fs::create_dir_all(data_dir)?;
-        let db = match redb::Builder::new().set_cache_size(cache_bytes).create(data_dir.join("telha.redb")) {
+        let file = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(data_dir.join("telha.redb"))?;
+        let opened = file::HintedFile::new(file).and_then(|backend| redb::Builder::new().set_cache_size(cache_bytes).create_with_backend(backend));
+        let db = match opened {
             Ok(db) => Arc::new(db),
             Err(redb::DatabaseError::DatabaseAlreadyOpen) => return Err(StoreError::InUse(data_dir.to_path_buf())),
             Err(e) => return Err(e.into()),
