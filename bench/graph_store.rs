@@ -23,6 +23,12 @@
 //! job's keys together and cost a few pages each. The file holds ~48 KB of live data
 //! per job in ~2x that of pages (leaves split by scattered inserts sit half full) and
 //! grows by doubling (258 MiB file, 168 MiB allocated, 96 MiB stored after 2,000 jobs).
+//!
+//! Since the staged reverse index (src/store/edges.rs): a job's reverse keys are staged
+//! next to its other rows and merged many jobs at a time (`--merge-rows`, default
+//! `[store] merge_rows`); the merge commit runs right after a submit's reply, so its
+//! bytes show up in the next step's column (enqueue). 2026-12-01, same sitting: 553 ->
+//! 422 KiB per job at 2,000 jobs (submit 463 -> 242).
 use std::fmt::Write as _;
 use std::time::Instant;
 
