@@ -86,7 +86,7 @@ fn partial(k: usize, p: usize, per: usize, base: u64, prev_last: Option<&str>) -
 #[tokio::main]
 async fn main() {
     if std::env::args().any(|a| a == "--jobs") {
-        return graph_store::run(arg("--jobs", 2000)).await;
+        return graph_store::run(arg("--jobs", 2000), arg("--merge-rows", telha::store::edges::DEFAULT_MERGE_ROWS as usize) as u64).await;
     }
     let n = arg("--nodes", 1_000_000);
     let p = arg("--partials", 100).max(1);

@@ -186,11 +186,15 @@ pub struct StoreConfig {
     /// redb's page cache in MiB (read cache and write buffer together): the bound on
     /// the store's share of the server's resident memory.
     pub cache_mb: usize,
+    /// The store writer merges the reverse edges that jobs stage next to their other
+    /// rows into the by-target index once this many are staged (0: after every
+    /// commit). Larger: fewer bytes written per job, more seeks per GetNode.
+    pub merge_rows: u64,
 }
 
 impl Default for StoreConfig {
     fn default() -> Self {
-        Self { max_batch: 4096, cache_mb: DEFAULT_CACHE_BYTES >> 20 }
+        Self { max_batch: 4096, cache_mb: DEFAULT_CACHE_BYTES >> 20, merge_rows: crate::store::edges::DEFAULT_MERGE_ROWS }
     }
 }
 
@@ -395,6 +399,9 @@ impl Config {
         }
         if !(1..=1 << 20).contains(&raw.store.cache_mb) {
             return Err(invalid("store.cache_mb", "must be 1 ..= 1048576".into()));
+        }
+        if raw.store.merge_rows > 1 << 24 {
+            return Err(invalid("store.merge_rows", format!("{} is over 16777216", raw.store.merge_rows)));
         }
         for kind in &raw.failures.permanent {
             if FailureKind::parse(kind).is_none() {

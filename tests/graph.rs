@@ -101,7 +101,16 @@ async fn every_validation_rule_is_a_protocol_failure() {
 /// readable until the final submission commits; a re-sent final gets the same ids.
 #[tokio::test]
 async fn partials_concatenate_and_stay_invisible_until_the_final_commit() {
-    let s = Server::start(None);
+    partials_concatenate_and_stay_invisible_until_the_final_commit_with(Server::start(None)).await;
+}
+
+/// The same with the staged reverse edges merged after every commit (`[store] merge_rows = 0`).
+#[tokio::test]
+async fn partials_concatenate_and_stay_invisible_until_the_final_commit_merging_every_commit() {
+    partials_concatenate_and_stay_invisible_until_the_final_commit_with(server_with("[store]\nmerge_rows = 0\n")).await;
+}
+
+async fn partials_concatenate_and_stay_invisible_until_the_final_commit_with(s: Server) {
     let mut w = Worker::connect(&s, "w", &["txt"]).await;
     let j = take(&s, &mut w, "t", "stream").await;
     let p0 = json!({"v":1,"seq":0,"partial":true,"canonicalText":"héllo ","spans":[{"start":0,"end":6,"kind":"w"}],
@@ -157,7 +166,16 @@ async fn partials_concatenate_and_stay_invisible_until_the_final_commit() {
 /// attempt that dies is reclaimed: after a retry succeeds, only its rows remain.
 #[tokio::test]
 async fn early_applied_partials_stay_hidden_and_a_failed_attempt_leaves_nothing() {
-    let s = Server::start(None);
+    early_applied_partials_stay_hidden_and_a_failed_attempt_leaves_nothing_with(Server::start(None)).await;
+}
+
+/// The same with the staged reverse edges merged after every commit (`[store] merge_rows = 0`).
+#[tokio::test]
+async fn early_applied_partials_stay_hidden_and_a_failed_attempt_leaves_nothing_merging_every_commit() {
+    early_applied_partials_stay_hidden_and_a_failed_attempt_leaves_nothing_with(server_with("[store]\nmerge_rows = 0\n")).await;
+}
+
+async fn early_applied_partials_stay_hidden_and_a_failed_attempt_leaves_nothing_with(s: Server) {
     let mut w = Worker::connect(&s, "w", &["txt"]).await;
     let base = json!({"v":1,"nodes":[{"labels":["HUB"],"id":"hub"},{"labels":["X"],"id":"x:1"}],
         "relationships":[{"type":"LINK","fromRef":0,"toRef":1,"properties":{"by":"a"}}]});
@@ -324,7 +342,16 @@ async fn upsert_across_jobs() {
 /// resolves when the node arrives. The other order (node first) resolves at once.
 #[tokio::test]
 async fn dangling_edges_heal_in_both_orders() {
-    let s = Server::start(None);
+    dangling_edges_heal_in_both_orders_with(Server::start(None)).await;
+}
+
+/// The same with the staged reverse edges merged after every commit (`[store] merge_rows = 0`).
+#[tokio::test]
+async fn dangling_edges_heal_in_both_orders_merging_every_commit() {
+    dangling_edges_heal_in_both_orders_with(server_with("[store]\nmerge_rows = 0\n")).await;
+}
+
+async fn dangling_edges_heal_in_both_orders_with(s: Server) {
     let mut w = Worker::connect(&s, "w", &["eml", "txt"]).await;
     let reply = json!({"v":1,"nodes":[{"labels":["MESSAGE"],"id":"msg:2"}],"relationships":[{"type":"IN_REPLY_TO","fromRef":0,"toId":"msg:1"}]});
     let parent = json!({"v":1,"nodes":[{"labels":["MESSAGE"],"id":"msg:1"}]});

@@ -127,7 +127,7 @@ impl Core {
     /// Opens the store, releases the leases of the previous run (their processes died
     /// with it), rebuilds the in-memory indexes and starts the actors.
     pub async fn start(config: Config) -> Result<Self, CoreError> {
-        let store = Store::open_with_cache(&config.server.data_dir, config.store.max_batch, config.store.cache_mb.saturating_mul(1 << 20))?;
+        let store = Store::open_with(&config.server.data_dir, config.store.max_batch, config.store.cache_mb.saturating_mul(1 << 20), config.store.merge_rows)?;
         let policy = Arc::new(Policy::from_config(&config));
         let released = store.write(|t| crate::lifecycle::release_all(t, now_us())).await?;
         if !released.is_empty() {

@@ -309,6 +309,7 @@ pub fn reclaim(txn: &WriteTransaction, job: u64, tenant: &str, attempt: u64) -> 
     {
         let mut out = txn.open_table(EDGES_OUT)?;
         let mut into = txn.open_table(EDGES_IN)?;
+        let mut staged = txn.open_table(EDGES_IN_STAGED)?;
         for chunk in take_job_records(txn, JOB_EDGES, job)? {
             for e in ProjectedEdges::decode(chunk.as_slice())?.edges {
                 let key = (tenant, e.from_id.as_str(), e.kind.as_str(), e.to_id.as_str());
@@ -316,6 +317,8 @@ pub fn reclaim(txn: &WriteTransaction, job: u64, tenant: &str, attempt: u64) -> 
                 // An edge another job holds (deferred, or written since: last writer wins) stays.
                 if written.is_some_and(|r| ours(r.job, r.attempt)) {
                     out.remove(key)?;
+                    // Its reverse key is staged under this job, or merged already.
+                    staged.remove((job, tenant, e.to_id.as_str(), e.kind.as_str(), e.from_id.as_str()))?;
                     into.remove((tenant, e.to_id.as_str(), e.kind.as_str(), e.from_id.as_str()))?;
                 }
             }
@@ -366,7 +369,7 @@ struct Projector<'t> {
     now: i64,
     versions: Table<'t, VersionKey, &'static [u8]>,
     edges_out: Table<'t, StrKey4, &'static [u8]>,
-    edges_in: Table<'t, StrKey4, ()>,
+    edges_staged: Table<'t, (u64, &'static str, &'static str, &'static str, &'static str), ()>,
     job_nodes: Table<'t, (u64, u32), &'static [u8]>,
     job_edges: Table<'t, (u64, u32), &'static [u8]>,
     job_spans: Table<'t, (u64, u32), &'static [u8]>,
@@ -383,7 +386,7 @@ impl<'t> Projector<'t> {
             now,
             versions: txn.open_table(NODE_VERSIONS)?,
             edges_out: txn.open_table(EDGES_OUT)?,
-            edges_in: txn.open_table(EDGES_IN)?,
+            edges_staged: txn.open_table(EDGES_IN_STAGED)?,
             job_nodes: txn.open_table(JOB_NODES)?,
             job_edges: txn.open_table(JOB_EDGES)?,
             job_spans: txn.open_table(JOB_SPANS)?,
@@ -535,7 +538,8 @@ impl<'t> Projector<'t> {
             self.edges_out.insert(key, p.encode_to_vec().as_slice())?;
             return Ok((false, edge));
         }
-        self.edges_in.insert((t, edge.to_id.as_str(), edge.kind.as_str(), edge.from_id.as_str()), ())?;
+        // The reverse key is staged next to this job's other rows (store::edges).
+        self.edges_staged.insert((self.job, t, edge.to_id.as_str(), edge.kind.as_str(), edge.from_id.as_str()), ())?;
         Ok((true, edge))
     }
 

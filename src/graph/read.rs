@@ -224,20 +224,52 @@ pub fn node(txn: &ReadTransaction, tenant: &str, id: &str, max_edges: usize) -> 
         let to_dangling = !view.exists(tenant, to)?;
         edges_out.push(EdgeView { kind: kind.into(), from_id: from.into(), to_id: to.into(), properties_json: r.properties_json, from_dangling: false, to_dangling });
     }
+    // Incoming edges: the merged index and the rows still staged by job
+    // (store::edges), in one (type, from id) order, each key once.
+    let mut staged = crate::store::edges::staged_into(txn, tenant, id)?.into_iter().peekable();
+    let merged_table = txn.open_table(EDGES_IN)?;
+    let mut merged = merged_table.range((tenant, id, "", "")..)?;
+    let mut merged_next = || -> Result<Option<(String, String)>, GraphError> {
+        match merged.next().transpose()? {
+            Some((k, _)) => {
+                let (kt, to, kind, from) = k.value();
+                Ok((kt == tenant && to == id).then(|| (kind.to_string(), from.to_string())))
+            }
+            None => Ok(None),
+        }
+    };
+    let mut head = merged_next()?;
     let mut edges_in = Vec::new();
-    for e in txn.open_table(EDGES_IN)?.range((tenant, id, "", "")..)? {
-        let (k, _) = e?;
-        let (kt, to, kind, from) = k.value();
-        if kt != tenant || to != id {
-            break;
+    loop {
+        // The smaller of the two heads; a key in both is taken once (from the merged index).
+        let from_stage = match (&head, staged.peek()) {
+            (None, None) => break,
+            (Some(_), None) => false,
+            (None, Some(_)) => true,
+            (Some(m), Some(s)) => s < m,
+        };
+        let (kind, from, was_merged) = if from_stage {
+            let Some((kind, from)) = staged.next() else { break };
+            (kind, from, false)
+        } else {
+            let Some((kind, from)) = head.take() else { break };
+            if staged.peek().is_some_and(|s| s.0 == kind && s.1 == from) {
+                staged.next();
+            }
+            head = merged_next()?;
+            (kind, from, true)
+        };
+        let record = out_table.get((tenant, from.as_str(), kind.as_str(), id))?.map(|b| EdgeRecord::decode(b.value())).transpose()?;
+        if record.is_none() && !was_merged {
+            // A staged row whose edge is gone (reclaimed) is no edge.
+            continue;
         }
         if edges_in.len() >= max_edges {
             truncated = true;
             break;
         }
-        let props = match out_table.get((tenant, from, kind, to))? {
-            Some(b) => {
-                let r = EdgeRecord::decode(b.value())?;
+        let props = match record {
+            Some(r) => {
                 if !view.job_visible(r.job)? {
                     continue;
                 }
@@ -245,8 +277,8 @@ pub fn node(txn: &ReadTransaction, tenant: &str, id: &str, max_edges: usize) -> 
             }
             None => "{}".into(),
         };
-        let from_dangling = !view.exists(tenant, from)?;
-        edges_in.push(EdgeView { kind: kind.into(), from_id: from.into(), to_id: to.into(), properties_json: props, from_dangling, to_dangling: false });
+        let from_dangling = !view.exists(tenant, &from)?;
+        edges_in.push(EdgeView { kind, from_id: from, to_id: id.into(), properties_json: props, from_dangling, to_dangling: false });
     }
     Ok(NodeDetail { tenant: tenant.into(), id: id.into(), versions, edges_out, edges_in, truncated })
 }

@@ -8,6 +8,8 @@
 //! reports committed state.
 
 pub mod blobs;
+pub mod edges;
+mod file;
 pub mod jobs;
 pub mod records;
 pub mod state;
@@ -42,6 +44,8 @@ pub enum StoreError {
     WriterGone,
     #[error("the store is closed")]
     Closed,
+    #[error("the data dir was written by a newer telha (store layout {found}; this binary knows up to {known}): run that version, or use another data_dir")]
+    Layout { found: u64, known: u64 },
 }
 
 macro_rules! redb_error_from {
@@ -89,22 +93,32 @@ impl Store {
     /// together) bounded to `cache_bytes`: the server's resident memory stays within
     /// it however much is staged or committed (`[store] cache_mb`).
     pub fn open_with_cache(data_dir: &Path, max_batch: usize, cache_bytes: usize) -> Result<Self, StoreError> {
+        Self::open_with(data_dir, max_batch, cache_bytes, edges::DEFAULT_MERGE_ROWS)
+    }
+
+    /// As [`Store::open_with_cache`], with the writer merging staged reverse edges once
+    /// `merge_rows` are staged (`[store] merge_rows`; 0: after every commit).
+    pub fn open_with(data_dir: &Path, max_batch: usize, cache_bytes: usize, merge_rows: u64) -> Result<Self, StoreError> {
         std::fs::create_dir_all(data_dir)?;
-        let db = match redb::Builder::new().set_cache_size(cache_bytes).create(data_dir.join("telha.redb")) {
+        let file = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(data_dir.join("telha.redb"))?;
+        let opened = file::HintedFile::new(file).and_then(|backend| redb::Builder::new().set_cache_size(cache_bytes).create_with_backend(backend));
+        let db = match opened {
             Ok(db) => Arc::new(db),
             Err(redb::DatabaseError::DatabaseAlreadyOpen) => return Err(StoreError::InUse(data_dir.to_path_buf())),
             Err(e) => return Err(e.into()),
         };
         {
             // Create every table up front so read transactions never meet a missing one.
+            // An older layout is migrated first, in the same commit.
             let txn = db.begin_write()?;
+            edges::migrate(&txn)?;
             tables::create_all(&txn)?;
             txn.commit()?;
         }
         let blobs = BlobStore::open(&data_dir.join("blobs"))?;
         let (changes, _) = broadcast::channel(4096);
         let commits = Arc::new(std::sync::OnceLock::new());
-        let (ops, thread) = writer::spawn(db.clone(), max_batch, changes.clone(), commits.clone())?;
+        let (ops, thread) = writer::spawn(db.clone(), max_batch, merge_rows, changes.clone(), commits.clone())?;
         Ok(Self { db: Arc::new(RwLock::new(Some(db))), writer: Arc::new(Mutex::new(Some(thread))), blobs, ops, changes, commits })
     }
 

@@ -18,6 +18,7 @@ pub fn create_all(txn: &WriteTransaction) -> Result<(), redb::TableError> {
     txn.open_table(NODE_VERSIONS)?;
     txn.open_table(EDGES_OUT)?;
     txn.open_table(EDGES_IN)?;
+    txn.open_table(EDGES_IN_STAGED)?;
     txn.open_table(JOB_NODES)?;
     txn.open_table(JOB_EDGES)?;
     txn.open_table(JOB_SPANS)?;
@@ -80,8 +81,23 @@ pub const NODE_VERSIONS: TableDefinition<(&str, &str, u32), &[u8]> = TableDefini
 /// Key: (tenant, from id, type, to id). Value: `EdgeRecord`.
 pub const EDGES_OUT: TableDefinition<(&str, &str, &str, &str), &[u8]> = TableDefinition::new("edges-out-1");
 
-/// Edges by target, the reverse index of EDGES_OUT. Key: (tenant, to id, type, from id). Value: ().
-pub const EDGES_IN: TableDefinition<(&str, &str, &str, &str), ()> = TableDefinition::new("edges-in-1");
+/// Edges by target, the merged part of the reverse index of EDGES_OUT: a job's
+/// reverse keys go first to [`EDGES_IN_STAGED`], next to its other rows, and the store
+/// writer moves them here in batches ([`super::edges`]). A reader of a node's incoming
+/// edges reads both. Key: (tenant, to id, type, from id). Value: ().
+///
+/// `edges-in-1` was the whole reverse index, written by each job's commit; a store
+/// that has it is migrated on open by renaming it (it is a consistent merged index
+/// with nothing staged).
+pub const EDGES_IN: TableDefinition<(&str, &str, &str, &str), ()> = TableDefinition::new("edges-in-2");
+
+/// The name of the reverse index before staging ([`EDGES_IN`] took it over).
+pub const EDGES_IN_V1: &str = "edges-in-1";
+
+/// Reverse keys not merged into [`EDGES_IN`] yet, clustered by the job that wrote the
+/// edge, so that a job's commit writes them together instead of one scattered leaf
+/// each. Key: (job id, tenant, to id, type, from id). Value: ().
+pub const EDGES_IN_STAGED: TableDefinition<(u64, &str, &str, &str, &str), ()> = TableDefinition::new("edges-in-staged-1");
 
 /// A job's projected nodes, one record per submission (they are written and read a
 /// submission at a time). Key: (job id, seq). Value: `ProjectedNodes`.

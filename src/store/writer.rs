@@ -64,15 +64,15 @@ where
 
 /// Starts the writer thread; returns its inbox and its handle (joined at close). The
 /// thread owns a handle to the database until it stops.
-pub(super) fn spawn(db: Arc<Database>, max_batch: usize, changes: broadcast::Sender<u64>, observer: Arc<std::sync::OnceLock<CommitObserver>>) -> Result<(mpsc::Sender<Op>, std::thread::JoinHandle<()>), StoreError> {
+pub(super) fn spawn(db: Arc<Database>, max_batch: usize, merge_rows: u64, changes: broadcast::Sender<u64>, observer: Arc<std::sync::OnceLock<CommitObserver>>) -> Result<(mpsc::Sender<Op>, std::thread::JoinHandle<()>), StoreError> {
     let (tx, rx) = mpsc::channel::<Op>(max_batch.max(64) * 2);
     let thread = std::thread::Builder::new()
         .name("telha-store-writer".into())
-        .spawn(move || run(db, rx, max_batch, &changes, &observer))?;
+        .spawn(move || run(db, rx, max_batch, merge_rows, &changes, &observer))?;
     Ok((tx, thread))
 }
 
-fn run(db: Arc<Database>, mut rx: mpsc::Receiver<Op>, max_batch: usize, changes: &broadcast::Sender<u64>, observer: &std::sync::OnceLock<CommitObserver>) {
+fn run(db: Arc<Database>, mut rx: mpsc::Receiver<Op>, max_batch: usize, merge_rows: u64, changes: &broadcast::Sender<u64>, observer: &std::sync::OnceLock<CommitObserver>) {
     let mut batch: Vec<Change> = Vec::with_capacity(max_batch);
     let mut stop = false;
     while !stop {
@@ -96,10 +96,25 @@ fn run(db: Arc<Database>, mut rx: mpsc::Receiver<Op>, max_batch: usize, changes:
                 observe(n, started.elapsed());
             }
         }
+        merge_staged(&db, merge_rows);
     }
+    // A store closed cleanly has nothing staged.
+    merge_staged(&db, 0);
     // Changes sent after the stop are dropped unanswered: their callers get WriterGone.
     rx.close();
     tracing::debug!("store writer stopped");
+}
+
+/// Moves the staged reverse edges into the merged index once `threshold` rows are
+/// staged (any, with 0), in a commit of its own after the batch's callers were
+/// answered. A failure is logged: the rows stay staged and readers still see them.
+fn merge_staged(db: &Database, threshold: u64) {
+    let started = std::time::Instant::now();
+    match super::edges::merge_if_due(db, threshold) {
+        Ok(Some(rows)) => tracing::debug!(rows, ms = started.elapsed().as_millis() as u64, "staged reverse edges merged"),
+        Ok(None) => {}
+        Err(e) => tracing::error!(error = %e, "merging the staged reverse edges failed; they stay staged"),
+    }
 }
 
 /// Applies and commits one batch; true when it committed.
