@@ -55,6 +55,14 @@ impl Harness {
         job
     }
 
+    /// `files` file jobs of tenant `t` calling into `t:0`, then the job that projects `t:0`.
+    async fn files_then_target(&self, files: usize) {
+        for i in 1..=files {
+            self.run("t", &format!("f{i}"), &file_job(i)).await;
+        }
+        self.run("t", "target", r#"{"v":1,"nodes":[{"labels":["SYM"],"id":"t:0"}]}"#).await;
+    }
+
     /// (type, from id, properties, from dangling) of `id`'s incoming edges, and whether they were cut.
     fn edges_in(&self, tenant: &str, id: &str, max: usize) -> (Vec<(String, String, String, bool)>, bool) {
         let txn = self.store.read().unwrap();
@@ -96,10 +104,7 @@ fn expected(n: usize) -> Vec<(String, String, String, bool)> {
 async fn incoming_edges_read_the_same_staged_merged_and_half_merged() {
     let dir = tempfile::tempdir().unwrap();
     let h = Harness::open(dir.path(), 1 << 24);
-    for i in 1..=6 {
-        h.run("t", &format!("f{i}"), &file_job(i)).await;
-    }
-    h.run("t", "target", r#"{"v":1,"nodes":[{"labels":["SYM"],"id":"t:0"}]}"#).await;
+    h.files_then_target(6).await;
     assert_eq!(h.staged_rows(), 18, "each written edge stages its reverse key");
     let staged = h.edges_in("t", "t:0", 100);
     assert_eq!(staged, (expected(6), false), "staged only");
@@ -209,10 +214,7 @@ fn make_old_layout(path: &std::path::Path) {
 async fn an_old_store_is_migrated_on_open_and_a_newer_one_refused() {
     let dir = tempfile::tempdir().unwrap();
     let h = Harness::open(dir.path(), 1 << 24);
-    for i in 1..=3 {
-        h.run("t", &format!("f{i}"), &file_job(i)).await;
-    }
-    h.run("t", "target", r#"{"v":1,"nodes":[{"labels":["SYM"],"id":"t:0"}]}"#).await;
+    h.files_then_target(3).await;
     h.store.close().await;
     make_old_layout(dir.path());
     {
