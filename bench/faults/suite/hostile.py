@@ -51,6 +51,8 @@ for _tests in ("tabular", "email", "docling", "code"):
 
 def seeds() -> dict[str, tuple[str, bytes]]:
     """format -> (file name, valid bytes)."""
+    import workbook_corpus
+
     import code_corpus
     import docling_corpus
     import email_corpus
@@ -72,12 +74,21 @@ def seeds() -> dict[str, tuple[str, bytes]]:
         "csv": ("seed.csv", inputs.csv(20)),
         "tsv": ("seed.tsv", inputs.csv(20).replace(b",", b"\t")),
         "xlsx": ("seed.xlsx", tabular_corpus.xlsx_bytes()),
+        "xlsb": ("seed.xlsb", workbook_corpus.xlsb_bytes()),
+        "xls": ("seed.xls", workbook_corpus.legacy_xls()),
+        "ods": ("seed.ods", workbook_corpus.ods_bytes()),
+        "parquet": ("seed.parquet", tabular_corpus.parquet_bytes()),
+        "text": ("seed.text", inputs.text(3)),
         "eml": ("seed.eml", inputs.eml(1, [("a.txt", "text/plain", inputs.text(2))])),
         "msg": ("seed.msg", msg),
         "pdf": ("seed.pdf", docling_corpus.simple_pdf()),
         "docx": ("seed.docx", docling_corpus.report_docx()),
         "html": ("seed.html", docling_corpus.REPORT_HTML.encode()),
         "md": ("seed.md", docling_corpus.REPORT_MD.encode()),
+        "docling": (
+            "seed.json",
+            docling_corpus.docling_json(docling_corpus.docling_sections()),
+        ),
         "code": (Path(py.filename).name, py.text.encode()),
         "code-archive": ("seed.zip", code_corpus.zip_bytes(code_corpus.PY_REPO)),
     }
@@ -170,8 +181,7 @@ def pools(smoke: bool, work: Path, *, render: bool = True) -> dict[str, Pool]:
     """The served formats' pools, with the shipped supervisor.toml's limits (a smoke run
     serves the same formats with fewer cases each)."""
     base = real_pools()
-    if not smoke:
-        base["tabular"].formats = ["csv", "tsv", "xlsx", "parquet"]
+    base["tabular"].formats = ["csv", "tsv", "xlsx", "xlsb", "xls", "ods", "parquet"]
     base["docling"] = Pool(
         ["pdf", "docx", "html", "md", "docling"], worker_module("docling_worker"), 1, 600, 3072, 600
     )

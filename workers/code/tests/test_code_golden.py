@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from code_worker import handle
-from workers_common.conformance import check_determinism, run_handler
+from workers_common.conformance import check_determinism, check_submissions, run_handler
 from workers_common.pytest_plugin import GoldenDir
 
 from code_corpus import LANGUAGE_FILES, Fixture
@@ -201,3 +201,19 @@ def test_a_parse_over_its_budget_is_too_large_and_the_next_file_parses(tmp_path:
     assert [n["properties"]["name"] for n in sub["nodes"][1:]] == ["f", "g"]
     [again] = run_handler(handle, slow, format="code")  # the default budget is ample
     assert json.loads(again)["nodes"][0]["properties"]["symbols"] == 40_000
+
+
+def test_an_import_naming_an_impossible_id_is_counted_not_linked(tmp_path: Path) -> None:
+    """A control character inside an import path (one flipped byte of a real file) would
+    make a target id no node can have: the builder refused the edge and the job ended
+    `transient` (found by the fault suite). It is counted on the FILE, never linked."""
+    path = tmp_path / "mod.js"
+    path.write_bytes(
+        b"import { helper } from './a\x01b';\nexport function run() { return helper(1); }\n"
+    )
+    subs = run_handler(handle, path, format="code", options={"root": "r", "path": "mod.js"})
+    check_submissions(subs)
+    final = json.loads(subs[-1])
+    [file] = [n for n in final["nodes"] if "FILE" in n["labels"]]
+    assert file["properties"]["unlinkable_refs"] == 2  # the import and the call through it
+    assert all("\x01" not in (r.get("toId") or "") for r in final.get("relationships", []))

@@ -48,6 +48,7 @@ from .result import (
     NodeRef,
     SpanRef,
     ValidTime,
+    is_node_id,
 )
 from .wire import EncodedRun
 
@@ -80,5 +81,6 @@ __all__ = [
     "WorkerConsumer",
     "WorkerFailure",
     "describe_failure",
+    "is_node_id",
     "normalize_canonical",
 ]

@@ -39,6 +39,7 @@ __all__ = [
     "TooManySpanRefs",
     "ValidTime",
     "clarify_enabled",
+    "is_node_id",
 ]
 
 # Labels and edge types are identifiers (PARAGRAPH, IN_REPLY_TO): the core and graph
@@ -196,6 +197,17 @@ def _identifier(value: object, what: str) -> str:
     if len(_KNOWN_IDENTIFIERS) < 4096:  # bounded: labels are few, a bug could make many
         _KNOWN_IDENTIFIERS.add(text)
     return text
+
+
+def is_node_id(text: str) -> bool:
+    """Whether `text` can be a node id on the wire (1..=512 UTF-8 bytes, no control
+    characters): a projection that derives ids from its input (a path, an imported name)
+    checks before it links, and counts what it cannot link."""
+    return (
+        bool(text)
+        and len(text.encode("utf-8", "surrogatepass")) <= wire_rules.MAX_NODE_ID_BYTES
+        and not _CONTROL.search(text)
+    )
 
 
 def _node_id(value: object, what: str, *, given: bool) -> str:
