@@ -29,6 +29,7 @@ fn rules(text: &str) -> Result<String, Box<dyn std::error::Error>> {
         ("MAX_NODE_ID_BYTES", "max_node_id_bytes"),
         ("MAX_CHILD_NAME_BYTES", "max_child_name_bytes"),
         ("MAX_FORMAT_BYTES", "max_format_bytes"),
+        ("MAX_WORKER_IN_FLIGHT", "max_worker_in_flight"),
     ] {
         out += &format!("pub const {name}: usize = {};\n", num(key)?);
     }

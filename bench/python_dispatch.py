@@ -43,8 +43,8 @@ def text(i: int) -> bytes:
     return f"Note {i}.\n\nAlpha owes Beta {i * 7} euros.\n".encode()
 
 
-def config(root: Path, pools: str) -> Path:
-    path = root / f"supervisor-{abs(hash(pools)) % 10_000}.toml"
+def config(root: Path, name: str, pools: str) -> Path:
+    path = root / f"supervisor-{name}.toml"
     path.write_text(
         f'[server]\nlisten = "127.0.0.1:0"\ndata_dir = "{root / "data"}"\nhttp_listen = ""\n'
         f"[jobs]\nlease_secs = 60\n{pools}"
@@ -114,7 +114,7 @@ def pct(values: list[float], q: float) -> float:
 def one_run(n: int, workers: int, in_flight: int, files_dir: Path) -> dict[str, float]:
     with tempfile.TemporaryDirectory(prefix="bench-pydispatch-") as tmp:
         root = Path(tmp)
-        empty = config(root, "")
+        empty = config(root, "enqueue", "")
         serve = Serve(root, empty, root / "enqueue.log")
         try:
             started = time.monotonic()
@@ -128,7 +128,7 @@ def one_run(n: int, workers: int, in_flight: int, files_dir: Path) -> dict[str, 
             f"max_in_flight = {in_flight}\n"
         )
         log = root / "drain.log"
-        serve = Serve(root, config(root, pool), log)
+        serve = Serve(root, config(root, "drain", pool), log)
         try:
             deadline = time.monotonic() + 1800
             while serve.finished() < n:

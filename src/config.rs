@@ -274,9 +274,9 @@ pub struct PoolConfig {
     pub max_in_flight: u32,
 }
 
-/// What the Python harness accepts (`workers_common.config.MAX_IN_FLIGHT`): it runs one
+/// What the Python harness accepts too (rules.json `max_worker_in_flight`): it runs one
 /// job at a time, so a second held job is the most that helps.
-pub const MAX_POOL_IN_FLIGHT: u32 = 2;
+pub const MAX_POOL_IN_FLIGHT: u32 = crate::rules::MAX_WORKER_IN_FLIGHT as u32;
 
 fn default_max_in_flight() -> u32 {
     1

@@ -60,8 +60,9 @@ class WorkerConfig:
         )
 
 
-MAX_IN_FLIGHT = 2
-"""A worker runs one job at a time: past one held beside it, a job would only wait."""
+MAX_IN_FLIGHT: int = wire_rules.MAX_WORKER_IN_FLIGHT
+"""A worker runs one job at a time: past one held beside it, a job would only wait (the
+pool's `max_in_flight` is refused past the same rule, proto/telha/v1/rules.json)."""
 
 
 def _max_in_flight(value: str) -> int:
