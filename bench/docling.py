@@ -9,7 +9,9 @@ text extraction of the same PDF in the same run.
     that job is done); then the PDF is ingested --repeat times (each under its own
     tenant) and each job is timed on the core's clock, from its creation (the file is
     in the store) to its end (the submission committed, the graph visible): pages/s;
-  - cold (`telha run` one-shot): the whole command, core and worker start-up included.
+  - cold (`telha run` one-shot): the whole command, core and worker start-up included;
+  both with the worker's pdf_helper (a second process decoding the second half of the
+  pages, as shipped) and with it off (DOCLING_PDF_HELPER=0), cold runs alternating.
   Beside them, docling-parse alone decoding every page's text lines of the same file
   (--repeat times, each in a fresh interpreter, timed after its imports as the warm
   pool is: line cells only, no layout, no projection): pages/s. The ratios use medians.
@@ -44,7 +46,7 @@ sys.path.insert(0, str(TESTS))
 import docling_corpus as corpus  # noqa: E402
 
 
-def config(root: Path) -> Path:
+def config(root: Path, *, helper: bool = True) -> Path:
     root.mkdir(parents=True, exist_ok=True)
     path = root / "supervisor.toml"
     path.write_text(
@@ -52,15 +54,18 @@ def config(root: Path) -> Path:
         '[pools.docling]\nformats = ["pdf", "docx", "html", "md", "docling"]\nworkers = 1\n'
         f'command = ["{PYTHON}", "-m", "docling_worker"]\njob_timeout_secs = 600\n'
         "[pools.docling.limits]\nmemory_mb = 3072\ncpu_secs = 600\nopen_files = 256\n"
+        + ("" if helper else '[pools.docling.env]\nDOCLING_PDF_HELPER = "0"\n')
     )
     return path
 
 
-def telha_run(root: Path, inputs: Path) -> tuple[float, list[dict[str, object]]]:
+def telha_run(
+    root: Path, inputs: Path, *, helper: bool = True
+) -> tuple[float, list[dict[str, object]]]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("TELHA_")}
     start = time.perf_counter()
     done = subprocess.run(
-        [str(TELHA), "--config", str(config(root)), "run", "--json", str(inputs)],
+        [str(TELHA), "--config", str(config(root, helper=helper)), "run", "--json", str(inputs)],
         capture_output=True, text=True, env=env, check=False, timeout=1800,
     )  # fmt: skip
     elapsed = time.perf_counter() - start
@@ -89,18 +94,20 @@ print(time.perf_counter() - t, lines)
 """
 
 
-def bare_extraction(pdf: Path) -> float:
+def bare_extraction(pdf: Path) -> tuple[float, float]:
+    """(seconds after its imports, seconds of the whole process: interpreter, imports)."""
+    started = time.perf_counter()
     done = subprocess.run(
         [str(PYTHON), "-c", _BARE, str(pdf)], capture_output=True, text=True, check=True
     )
-    return float(done.stdout.split()[0])
+    return float(done.stdout.split()[0]), time.perf_counter() - started
 
 
 class Core:
     """`telha serve` with the docling pool, driven through the CLI."""
 
-    def __init__(self, root: Path) -> None:
-        self.config = config(root)
+    def __init__(self, root: Path, *, helper: bool = True) -> None:
+        self.config = config(root, helper=helper)
         self.log = (root / "serve.log").open("wb")
         env = {k: v for k, v in os.environ.items() if not k.startswith("TELHA_")}
         self.process = subprocess.Popen(
@@ -140,13 +147,15 @@ class Core:
         self.log.close()
 
 
-def warm_pool(root: Path, pdf: Path, repeat: int) -> tuple[float, list[float]]:
+def warm_pool(
+    root: Path, pdf: Path, repeat: int, *, helper: bool = True
+) -> tuple[float, list[float]]:
     """(start-up seconds, each job's seconds on the core's clock)."""
     root.mkdir(parents=True, exist_ok=True)
     small = root / "small.pdf"
     small.write_bytes(corpus.simple_pdf())
     started = time.perf_counter()
-    core = Core(root)
+    core = Core(root, helper=helper)
     try:
         core.job("warm-up", small)
         startup = time.perf_counter() - started
@@ -215,22 +224,40 @@ def main() -> None:
         pdf = pdf_dir / "pages.pdf"
         pdf.write_bytes(corpus.pages_pdf(args.pages))
         startup, warm = warm_pool(root / "serve", pdf, args.repeat)
-        cold, _ = telha_run(root / "run-pdf", pdf_dir)
-        bare = [bare_extraction(pdf) for _ in range(args.repeat)]
-        warm_s, bare_s = statistics.median(warm), statistics.median(bare)
-        pages = args.pages
+        _, warm_alone = warm_pool(root / "serve-alone", pdf, args.repeat, helper=False)
+        cold: dict[bool, list[float]] = {True: [], False: []}
+        for n in range(args.repeat):  # alternating, so both see the same machine
+            for helper in (True, False):
+                run_dir = root / f"run-pdf-{n}-{'helper' if helper else 'alone'}"
+                cold[helper].append(telha_run(run_dir, pdf_dir, helper=helper)[0])
+        both = [bare_extraction(pdf) for _ in range(args.repeat)]
+        bare, bare_process = [b[0] for b in both], [b[1] for b in both]
+        bare_s, pages = statistics.median(bare), args.pages
+        process_s = statistics.median(bare_process)
         print(f"PDF, {pages} text pages ({pdf.stat().st_size / 1e3:.0f} kB):")
-        runs = ", ".join(f"{t:.2f}" for t in warm)
-        print(f"  warm pool, per job (core clock): {warm_s:.2f} s  {pages / warm_s:.1f} pages/s"
-              f"  (runs {runs} s)")  # fmt: skip
+        print(f"  docling-parse text lines alone:  {bare_s:.2f} s  {pages / bare_s:.1f} pages/s"
+              f"  (runs {', '.join(f'{t:.2f}' for t in bare)} s; after its imports)")  # fmt: skip
+        print(f"  the same as a whole process:     {process_s:.2f} s  {pages / process_s:.1f} pages/s"
+              f"  (runs {', '.join(f'{t:.2f}' for t in bare_process)} s; interpreter and "
+              "imports included, as a cold run's are)")  # fmt: skip
         print(f"  warm pool start-up (apart):      {startup:.2f} s  (serve launched to a "
               "first one-page PDF job done)")  # fmt: skip
-        print(f"  telha run, cold, end to end:     {cold:.2f} s  {pages / cold:.1f} pages/s")
-        runs = ", ".join(f"{t:.2f}" for t in bare)
-        print(f"  docling-parse text lines alone:  {bare_s:.2f} s  {pages / bare_s:.1f} pages/s"
-              f"  (runs {runs} s)")  # fmt: skip
-        print(f"  ratio warm / bare:               {bare_s / warm_s:.2f}x of the bare pages/s")
-        print(f"  ratio cold / bare:               {bare_s / cold:.2f}x")
+        rows = (
+            ("warm pool, per job (core clock)", warm, "warm"),
+            ("  the same, pdf_helper off", warm_alone, "warm, helper off"),
+            ("telha run, cold, end to end", cold[True], "cold"),
+            ("  the same, pdf_helper off", cold[False], "cold, helper off"),
+        )
+        for label, runs, _ in rows:
+            median = statistics.median(runs)
+            print(f"  {label + ':':<33}{median:.2f} s  {pages / median:.1f} pages/s"
+                  f"  (runs {', '.join(f'{t:.2f}' for t in runs)} s)")  # fmt: skip
+        for _, runs, name in rows:
+            ratio = bare_s / statistics.median(runs)
+            print(f"  ratio {name + ' / bare:':<26}{ratio:.2f}x of the bare pages/s")
+        for _, runs, name in rows[2:]:
+            ratio = process_s / statistics.median(runs)
+            print(f"  ratio {name + ' / bare process:':<34}{ratio:.2f}x (cold against cold)")
         for fmt, data in (("docx", corpus.report_docx()), ("html", corpus.REPORT_HTML.encode())):
             docs = root / fmt
             docs.mkdir()

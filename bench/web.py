@@ -1,7 +1,7 @@
 """bench/web: the web pool crawling the Rust book served locally, static and rendered, beside
 bare trafilatura extraction of the same pages; worker RSS over 500 pages.
 
-    .venv/bin/python bench/web.py [--pages 200] [--rss-pages 500] [--workers 1]
+    .venv/bin/python bench/web.py [--pages 200] [--rss-pages 500] [--workers N]
                                   [--max-in-flight 2]
                                   [--runs 3] [--skip-rss] [--skip-rendered]
 
@@ -322,11 +322,25 @@ def report(name: str, elapsed: float, jobs: list[dict[str, Any]]) -> float:
     return rate
 
 
+def shipped_workers() -> int:
+    """`workers` of the repo's supervisor.toml `[pools.web]` (what an operator runs)."""
+    import tomllib
+
+    with (ROOT / "supervisor.toml").open("rb") as handle:
+        return int(tomllib.load(handle)["pools"]["web"]["workers"])
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pages", type=int, default=200)
     parser.add_argument("--rss-pages", type=int, default=500)
-    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=shipped_workers(),
+        help="web workers in the pool (default: the shipped [pools.web] workers; 1 shows one "
+        "process's rate against bare trafilatura's one process)",
+    )
     parser.add_argument(
         "--max-in-flight", type=int, default=2, help="the pool's max_in_flight (shipped: 2)"
     )

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .pdf_blocks import Block
-from .pdf_reader import Box, PageContent
+from .pdf_page import Box, PageContent
 from .pdf_rows import BAND
 
 __all__ = ["Figure", "figures_of", "place_figures"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ctypes
 import re
-from collections.abc import Iterator
+from collections.abc import Generator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
 from io import BytesIO
@@ -26,8 +26,18 @@ from docling_parse.pdf_parser import ContentConfig, ContentLevel, DoclingPdfPars
 from workers_common import InvalidInput, TooLarge, Unsupported
 
 from .model import SourceMeta
+from .pdf_page import Box, Line, PageContent, Rule
 
-__all__ = ["Box", "Line", "PageContent", "PdfSource", "Rule", "open_pdf"]
+__all__ = [
+    "Box",
+    "Line",
+    "PageContent",
+    "PdfSource",
+    "Rule",
+    "decode_page",
+    "load_pdf",
+    "open_pdf",
+]
 
 _PASSWORD_ERRORS = {pdfium_c.FPDF_ERR_PASSWORD, pdfium_c.FPDF_ERR_SECURITY}
 _CONTENT = ContentConfig(
@@ -38,75 +48,6 @@ _CONTENT = ContentConfig(
     bitmaps_content_level=ContentLevel.COMPUTE_AND_MATERIALIZE,
     include_bitmap_bytes=False,
 )
-_BOLD = re.compile(r"bold|black|heavy|semibold|demi", re.I)
-_ITALIC = re.compile(r"italic|oblique", re.I)
-
-
-@dataclass(frozen=True, slots=True)
-class Line:
-    """One text line cell: [x0, x1] x [y0, y1] in points, origin bottom left."""
-
-    page: int
-    x0: float
-    y0: float
-    x1: float
-    y1: float
-    text: str
-    font: str
-    order: int
-
-    @property
-    def height(self) -> float:
-        return self.y1 - self.y0
-
-    @property
-    def bold(self) -> bool:
-        return bool(_BOLD.search(self.font))
-
-    @property
-    def italic(self) -> bool:
-        return bool(_ITALIC.search(self.font))
-
-
-@dataclass(frozen=True, slots=True)
-class Rule:
-    """A straight stroked segment (a table rule candidate)."""
-
-    x0: float
-    y0: float
-    x1: float
-    y1: float
-
-    @property
-    def horizontal(self) -> bool:
-        return abs(self.y1 - self.y0) < 1.0 and abs(self.x1 - self.x0) >= 5.0
-
-    @property
-    def vertical(self) -> bool:
-        return abs(self.x1 - self.x0) < 1.0 and abs(self.y1 - self.y0) >= 5.0
-
-
-@dataclass(frozen=True, slots=True)
-class Box:
-    """An image's box on its page: [x0, x1] x [y0, y1] in points, origin bottom left."""
-
-    x0: float
-    y0: float
-    x1: float
-    y1: float
-
-
-@dataclass(frozen=True, slots=True)
-class PageContent:
-    """Everything the layout heuristics read from one page."""
-
-    number: int
-    width: float
-    height: float
-    lines: tuple[Line, ...]
-    rules: tuple[Rule, ...]
-    image_area: float
-    images: tuple[Box, ...] = ()  # bitmaps' boxes, clipped to the page, in drawing order
 
 
 @dataclass(slots=True)
@@ -116,18 +57,45 @@ class PdfSource:
     meta: SourceMeta
     page_count: int
     _parsed: PdfDocument
+    _data: bytes = b""
 
-    def pages(self) -> Iterator[PageContent]:
-        for number in range(1, self.page_count + 1):
-            try:
-                page = self._parsed.get_page(number, content_config=_CONTENT)
-            except (ValueError, RuntimeError) as err:
-                raise InvalidInput(f"PDF page {number} cannot be decoded: {err}") from err
-            yield _page_content(number, page)
-            self._parsed.unload_pages((number, number + 1))
+    def pages(self) -> Generator[PageContent, None, None]:
+        """Every page in order. A long PDF's pages are shared with the pdf_helper process
+        (on another core): it decodes from the end while this one decodes from the start;
+        the pages come out the same whichever process decoded each."""
+        from .pdf_helper import HELPER
+
+        share = HELPER.share(self._data, self.page_count) if self._data else None
+        try:
+            for number in range(1, self.page_count + 1):
+                page = share.take(number) if share is not None else None
+                yield page if page is not None else decode_page(self._parsed, number)
+        finally:
+            if share is not None:
+                share.close()
 
     def close(self) -> None:
         self._parsed.unload()
+
+
+def decode_page(parsed: PdfDocument, number: int) -> PageContent:
+    """Page `number` (1-based) of a loaded PDF; InvalidInput when it cannot be decoded."""
+    try:
+        page = parsed.get_page(number, content_config=_CONTENT)
+    except (ValueError, RuntimeError) as err:
+        raise InvalidInput(f"PDF page {number} cannot be decoded: {err}") from err
+    content = _page_content(number, page)
+    parsed.unload_pages((number, number + 1))
+    return content
+
+
+def load_pdf(data: bytes) -> PdfDocument:
+    """docling-parse's lazy document over the bytes (InvalidInput when it refuses them)."""
+    parser = DoclingPdfParser(loglevel="fatal")
+    try:
+        return parser.load(path_or_stream=BytesIO(data), lazy=True)
+    except (RuntimeError, ValueError) as err:
+        raise InvalidInput(f"not a readable PDF: {err}") from err
 
 
 def _font(cell: object) -> str:
@@ -240,14 +208,10 @@ def open_pdf(data: bytes, *, max_pages: int) -> PdfSource:
         meta = _meta(document, pages)
     finally:
         document.close()
-    parser = DoclingPdfParser(loglevel="fatal")
-    try:
-        parsed = parser.load(path_or_stream=BytesIO(data), lazy=True)
-    except (RuntimeError, ValueError) as err:
-        raise InvalidInput(f"not a readable PDF: {err}") from err
+    parsed = load_pdf(data)
     if parsed.number_of_pages() != pages:
         raise InvalidInput(
             f"the PDF's page tree is inconsistent ({pages} pages by one reader, "
             f"{parsed.number_of_pages()} by another)"
         )
-    return PdfSource(meta, pages, parsed)
+    return PdfSource(meta, pages, parsed, data)

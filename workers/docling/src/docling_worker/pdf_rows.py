@@ -21,7 +21,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from .pdf_reader import Line, PageContent
+from .pdf_page import Line, PageContent
 
 __all__ = ["Row", "body_size", "furniture_keys", "is_furniture", "reading_rows"]
 

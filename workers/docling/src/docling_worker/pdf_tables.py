@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .pdf_blocks import join_rows
-from .pdf_reader import Line, PageContent, Rule
+from .pdf_page import Line, PageContent, Rule
 from .pdf_rows import Row
 
 __all__ = ["Region", "ruled_regions", "table_grid"]
