@@ -1,7 +1,7 @@
 """bench/python_dispatch: per-job cost with real Python workers (issue 12, item 5).
 
     .venv/bin/python bench/python_dispatch.py [--jobs 5000] [--workers 2]
-                                              [--max-in-flight 1,2] [--runs 1]
+                                              [--max-in-flight 1,2,8] [--runs 1]
 
 N tiny .txt files are enqueued first (`telha ingest DIR` against a core with no pools),
 then a second `telha serve` on the same data dir runs the shipped example worker pool
@@ -156,7 +156,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--jobs", type=int, default=5000)
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--max-in-flight", default="1,2", help="comma-separated, each measured")
+    parser.add_argument("--max-in-flight", default="1,2,8", help="comma-separated, each measured")
     parser.add_argument("--runs", type=int, default=1, help="alternations of the settings")
     args = parser.parse_args()
     depths = [int(d) for d in args.max_in_flight.split(",")]

@@ -268,14 +268,14 @@ pub struct PoolConfig {
     #[serde(default = "default_kill_grace")]
     pub kill_grace_secs: f64,
     /// Jobs a worker of the pool may hold at once (`TELHA_MAX_IN_FLIGHT`): 1 runs one at
-    /// a time; 2 lets a worker whose jobs are short hold the next job while its last
-    /// result is committed (the harness heartbeats the held job's lease).
+    /// a time; N > 1 lets a worker whose jobs are short hold the next jobs while up to
+    /// N - 1 results are committed (the harness heartbeats every held job's lease).
     #[serde(default = "default_max_in_flight")]
     pub max_in_flight: u32,
 }
 
 /// What the Python harness accepts too (rules.json `max_worker_in_flight`): it runs one
-/// job at a time, so a second held job is the most that helps.
+/// job at a time, with at most this many minus one results on their way.
 pub const MAX_POOL_IN_FLIGHT: u32 = crate::rules::MAX_WORKER_IN_FLIGHT as u32;
 
 fn default_max_in_flight() -> u32 {
@@ -440,7 +440,7 @@ impl Config {
                 return Err(invalid(&key("workers"), "at most 256".into()));
             }
             if !(1..=MAX_POOL_IN_FLIGHT).contains(&pool.max_in_flight) {
-                return Err(invalid(&key("max_in_flight"), format!("1 or {MAX_POOL_IN_FLIGHT}")));
+                return Err(invalid(&key("max_in_flight"), format!("1 to {MAX_POOL_IN_FLIGHT}")));
             }
             if let Some(t) = pool.job_timeout_secs {
                 if !(t.is_finite() && t > 0.0) {
@@ -632,7 +632,7 @@ mod tests {
         assert!(msg.contains("server.listen"), "{msg}");
         let msg = parse("[failures]\npermanent = [\"bogus\"]\n").unwrap_err().to_string();
         assert!(msg.contains("failures.permanent") && msg.contains("bogus"), "{msg}");
-        for bad in [0, 3] {
+        for bad in [0, crate::rules::MAX_WORKER_IN_FLIGHT as u32 + 1] {
             let msg = parse(&format!("[pools.p]\nformats = ['txt']\ncommand = ['x']\nmax_in_flight = {bad}\n")).unwrap_err().to_string();
             assert!(msg.contains("pools.p.max_in_flight"), "{msg}");
         }

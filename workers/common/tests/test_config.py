@@ -56,7 +56,7 @@ def test_each_variable_is_required(missing: str) -> None:
         ("TELHA_TOKEN", "tab\tinside"),
         ("TELHA_TOKEN", "naïve"),
         ("TELHA_MAX_IN_FLIGHT", "0"),
-        ("TELHA_MAX_IN_FLIGHT", "3"),
+        ("TELHA_MAX_IN_FLIGHT", "9"),
         ("TELHA_MAX_IN_FLIGHT", "two"),
     ],
 )

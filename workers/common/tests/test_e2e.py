@@ -252,12 +252,15 @@ def test_sigterm_finishes_the_current_job_then_exits_ok(
 PREFETCH = {"TELHA_MAX_IN_FLIGHT": "2"}
 
 
+@pytest.mark.parametrize("depth", ["2", "8"])
 def test_a_prefetching_worker_returns_the_same_results(
-    core: Core, workers: Callable[..., WorkerProcess], tmp_path: Path
+    core: Core, workers: Callable[..., WorkerProcess], tmp_path: Path, depth: str
 ) -> None:
-    """With a job held beside the one running and results delivered behind, 30 jobs on one
-    worker all succeed on their first lease with the submissions a lone run gives."""
-    worker = workers(core, "txt,text", module="example_worker", env=PREFETCH)
+    """With jobs held beside the one running and results delivered behind (up to depth - 1
+    at once), 30 jobs on one worker all succeed on their first lease with the submissions
+    a lone run gives."""
+    env = {"TELHA_MAX_IN_FLIGHT": depth}
+    worker = workers(core, "txt,text", module="example_worker", env=env)
     sources = [
         write(tmp_path, f"p{i}.txt", f"Paragraph {i}.\n\nAnother, {i * i}.\n".encode())
         for i in range(30)
@@ -288,6 +291,28 @@ def test_a_prefetched_jobs_lease_is_kept_alive_behind_a_slow_job(
     assert leased["state"] == "leased", leased
     assert core.job(slow["id"])["state"] == "leased"
     for job in (slow, held):
+        done = core.wait_job(job["id"], worker=worker)
+        assert (done["state"], done["failures"], done["attempts"]) == ("succeeded", [], 0), (
+            worker.log()
+        )
+
+
+def test_a_deeper_prefetch_holds_that_many_jobs_behind_a_slow_one(
+    core: Core, workers: Callable[..., WorkerProcess], tmp_path: Path
+) -> None:
+    """TELHA_MAX_IN_FLIGHT=4: while a slow job runs, the worker holds three more (leased to
+    it, heartbeated), and all four succeed on their first lease."""
+    worker = workers(core, env={"TELHA_MAX_IN_FLIGHT": "4"})
+    slow = core.ingest(
+        write(tmp_path, "slow.txt", b"slow"), options={"mode": "slow", "sleep_secs": 3}
+    )
+    core.wait_job(slow["id"], until=lambda j: j["state"] == "leased", worker=worker)
+    quick = [core.ingest(write(tmp_path, f"q{i}.txt", b"quick")) for i in range(3)]
+    for job in quick:
+        leased = core.wait_job(job["id"], until=lambda j: j["state"] != "queued", worker=worker)
+        assert leased["state"] == "leased", leased
+    assert core.job(slow["id"])["state"] == "leased"  # all four held at once
+    for job in (slow, *quick):
         done = core.wait_job(job["id"], worker=worker)
         assert (done["state"], done["failures"], done["attempts"]) == ("succeeded", [], 0), (
             worker.log()

@@ -39,8 +39,8 @@ class WorkerConfig:
     verifies the core's certificate with them. None: plaintext."""
     max_in_flight: int = 1
     """`TELHA_MAX_IN_FLIGHT` (the pool's `max_in_flight`): 1 runs one job at a time, as
-    the seed does; 2 also holds the next job while the last one's result is on its way
-    to the core, so the core's commit overlaps the next job's work (for fast handlers)."""
+    the seed does; N > 1 also holds the next jobs while up to N - 1 results are on their
+    way to the core, so the core's commits overlap the next jobs' work (fast handlers)."""
 
     @property
     def is_unix(self) -> bool:
@@ -61,15 +61,15 @@ class WorkerConfig:
 
 
 MAX_IN_FLIGHT: int = wire_rules.MAX_WORKER_IN_FLIGHT
-"""A worker runs one job at a time: past one held beside it, a job would only wait (the
-pool's `max_in_flight` is refused past the same rule, proto/telha/v1/rules.json)."""
+"""The most jobs a worker holds at once: one running, the others' results on their way
+(the pool's `max_in_flight` is refused past the same rule, proto/telha/v1/rules.json)."""
 
 
 def _max_in_flight(value: str) -> int:
     if not value:
         return 1
     if not value.isdigit() or not 1 <= int(value) <= MAX_IN_FLIGHT:
-        raise ConfigError(f"TELHA_MAX_IN_FLIGHT={value!r}: want 1 or {MAX_IN_FLIGHT}")
+        raise ConfigError(f"TELHA_MAX_IN_FLIGHT={value!r}: want 1 to {MAX_IN_FLIGHT}")
     return int(value)
 
 

@@ -26,7 +26,7 @@ CORE_ID_PATTERN = 'n[0-9]+'
 MAX_CHILD_NAME_BYTES = 4096
 FORMAT_PATTERN = '[a-z0-9][a-z0-9_.+-]*'
 MAX_FORMAT_BYTES = 64
-MAX_WORKER_IN_FLIGHT = 2
+MAX_WORKER_IN_FLIGHT = 8
 SPANS_MAY_BE_EMPTY = False
 CAPS: dict[str, int] = {
     'max_text_bytes': 33554432,
