@@ -1,6 +1,7 @@
 """bench/code: repository archives through `telha run` beside a bare tree-sitter parse.
 
     .venv/bin/python bench/code.py [--corpus stdlib|cargo|both] [--limit N] [--workers 2]
+                                   [--max-in-flight N]  # default: the shipped [pools.code]
 
 For each corpus (the CPython stdlib's .py files; the .rs files of the crates under
 ~/.cargo/registry/src when present) it writes one tar.gz, runs it through the release
@@ -28,7 +29,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-TELHA = Path(os.environ.get("TELHA_BIN") or "/work/target-py/release/telha")
+TELHA = Path(os.environ.get("TELHA_BIN") or REPO / "target" / "release" / "telha")
 
 
 def corpus_files(name: str, limit: int) -> tuple[Path, list[Path]]:
@@ -78,12 +79,23 @@ def in_process(files: list[Path], base: Path) -> float:
     return time.perf_counter() - started
 
 
-def telha_run(archive: Path, workers: int, tmp: Path) -> tuple[float, dict[str, object]]:
+def shipped_in_flight() -> int:
+    """`max_in_flight` of the repo's supervisor.toml `[pools.code]`."""
+    import tomllib
+
+    with (REPO / "supervisor.toml").open("rb") as handle:
+        return int(tomllib.load(handle)["pools"]["code"].get("max_in_flight", 1))
+
+
+def telha_run(
+    archive: Path, workers: int, in_flight: int, tmp: Path
+) -> tuple[float, dict[str, object]]:
     config = tmp / "supervisor.toml"
     config.write_text(
         f'[server]\nlisten = "127.0.0.1:0"\ndata_dir = "{tmp / "data"}"\n'
         '[pools.code]\nformats = ["code", "code-archive"]\n'
         f'workers = {workers}\ncommand = ["{sys.executable}", "-m", "code_worker"]\n'
+        f"max_in_flight = {in_flight}\n"
         "job_timeout_secs = 1800\n[pools.code.limits]\nmemory_mb = 3072\ncpu_secs = 1800\n"
         "open_files = 256\n"
     )
@@ -107,9 +119,13 @@ def main() -> None:
     parser.add_argument("--corpus", default="both", choices=["stdlib", "cargo", "both"])
     parser.add_argument("--limit", type=int, default=10**9)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--max-in-flight", type=int, default=shipped_in_flight())
     args = parser.parse_args()
     names = ["stdlib", "cargo"] if args.corpus == "both" else [args.corpus]
-    print(f"machine: {os.cpu_count()} cores; binary {TELHA}; pool of {args.workers} workers")
+    print(
+        f"machine: {os.cpu_count()} cores; binary {TELHA}; pool of {args.workers} workers, "
+        f"max_in_flight {args.max_in_flight}"
+    )
     for name in names:
         base, files = corpus_files(name, args.limit)
         if not files:
@@ -122,7 +138,7 @@ def main() -> None:
             build_archive(base, files, archive)
             bare = bare_parse(files)
             worker = in_process(files, base)
-            e2e, summary = telha_run(archive, args.workers, tmp)
+            e2e, summary = telha_run(archive, args.workers, args.max_in_flight, tmp)
         formats = summary.get("formats", {})
         code = formats.get("code", {}) if isinstance(formats, dict) else {}
         n = len(files)

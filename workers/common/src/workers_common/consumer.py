@@ -35,6 +35,7 @@ from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from types import FrameType
+from typing import TypeVar
 
 import grpc
 
@@ -51,6 +52,8 @@ from .rpc import CoreClient, JobStream, SubmitError, Submitted, status_of
 __all__ = ["WorkerConsumer"]
 
 log = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
 
 # The core answered, and the answer will not change by asking again: a wrong token, a
 # worker id or format list it refuses, or a core that does not speak this protocol.
@@ -313,22 +316,14 @@ class WorkerConsumer:
                 )
             )
 
-        # The one ladder that classifies how a job ended. MemoryError and other
-        # BaseExceptions are not caught: they end the process (run() maps MemoryError).
-        try:
+        def begin() -> Callable[[], Outcome]:
             handler = self._handlers.get(payload.kind)
             if handler is None:
                 raise Unsupported(f"this worker has no handler for format {payload.kind!r}")
             job = Job.from_payload(payload, lambda: client.read_blob(job_id, attempt))
             return start(handler, job, submit, lease.lost.is_set)
-        except SubmitError as err:
-            log.warning("job %s: could not deliver a submission, dropping the job: %s", job_id, err)
-            return None
-        except MemoryError:
-            raise
-        except Exception as err:
-            self._report_failure(client, config, payload, lease, err)
-            return None
+
+        return self._classified(client, config, payload, lease, begin)
 
     def _finish_job(
         self,
@@ -339,32 +334,46 @@ class WorkerConsumer:
         deliver: Callable[[], Outcome],
         started: float,
     ) -> None:
-        """Delivers a job's result (the rest of the ladder above) and lets go of its lease."""
-        job_id = payload.job_id
+        """Delivers a job's result and lets go of its lease."""
         try:
-            try:
-                outcome = deliver()
-            except SubmitError as err:
-                log.warning(
-                    "job %s: could not deliver a submission, dropping the job: %s", job_id, err
-                )
-                return
-            except MemoryError:
-                raise
-            except Exception as err:
-                self._report_failure(client, config, payload, lease, err)
-                return
+            outcome = self._classified(client, config, payload, lease, deliver)
         finally:
             self._in_flight.remove(lease)
+        if outcome is None:
+            return
         log.info(
             "job %s (%s): %s in %.3fs",
-            job_id,
+            payload.job_id,
             payload.kind,
             outcome.value,
             time.monotonic() - started,
         )
         if outcome is Outcome.ABANDONED:
-            log.warning("job %s: lease lost, result not submitted", job_id)
+            log.warning("job %s: lease lost, result not submitted", payload.job_id)
+
+    def _classified(
+        self,
+        client: CoreClient,
+        config: WorkerConfig,
+        payload: telha_pb2.JobPayload,
+        lease: Lease,
+        step: Callable[[], _T],
+    ) -> _T | None:
+        """Runs one step of a job (its handler, or its result's delivery) under the one
+        ladder that classifies how a job ended: None when the job is over here (a delivery
+        problem drops it; any other Exception is its failure, reported). MemoryError and
+        other BaseExceptions are not caught: they end the process (run() maps MemoryError)."""
+        try:
+            return step()
+        except SubmitError as err:
+            log.warning(
+                "job %s: could not deliver a submission, dropping the job: %s", payload.job_id, err
+            )
+        except MemoryError:
+            raise
+        except Exception as err:
+            self._report_failure(client, config, payload, lease, err)
+        return None
 
     def _report_failure(
         self,
