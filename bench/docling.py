@@ -237,7 +237,8 @@ def main() -> None:
         print(f"PDF, {pages} text pages ({pdf.stat().st_size / 1e3:.0f} kB):")
         print(f"  docling-parse text lines alone:  {bare_s:.2f} s  {pages / bare_s:.1f} pages/s"
               f"  (runs {', '.join(f'{t:.2f}' for t in bare)} s; after its imports)")  # fmt: skip
-        print(f"  the same as a whole process:     {process_s:.2f} s  {pages / process_s:.1f} pages/s"
+        rate = pages / process_s
+        print(f"  the same as a whole process:     {process_s:.2f} s  {rate:.1f} pages/s"
               f"  (runs {', '.join(f'{t:.2f}' for t in bare_process)} s; interpreter and "
               "imports included, as a cold run's are)")  # fmt: skip
         print(f"  warm pool start-up (apart):      {startup:.2f} s  (serve launched to a "

@@ -35,6 +35,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "workers" / "common" / "tests"))
+
+from serve_core import children  # noqa: E402  (the tests' /proc helper)
+
 PYTHON = ROOT / ".venv" / "bin" / "python"
 TELHA = Path(os.environ.get("TELHA_BIN") or ROOT / "target" / "debug" / "telha")
 CITIES = ("Lisboa", "Porto", "Braga", "Faro", "Évora")
@@ -98,19 +102,6 @@ def rss_kib(pid: int, field: str = "VmRSS") -> int:
     except OSError:
         pass
     return 0
-
-
-def children(pid: int) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-                found.append(int(entry.name))
-    return found
 
 
 @dataclass

@@ -38,6 +38,28 @@ def clean_env(prefixes: tuple[str, ...] = ("TELHA_",)) -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith(prefixes)}
 
 
+def children(pid: int) -> list[int]:
+    """The pids whose parent is `pid` (from /proc: Linux)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rpartition(")")[2].split()[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+def cmdline(pid: int) -> str:
+    """The process's command line, words joined by spaces ("" once it is gone)."""
+    try:
+        return (Path("/proc") / str(pid) / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
 class ServeCore:
     """`telha serve` with its own config and data dir; restartable on the same data dir."""
 

@@ -23,7 +23,7 @@ from workers_common import InvalidInput
 from workers_common.conformance import run_handler
 
 import docling_corpus as corpus
-from serve_core import FINISHED, MISSING, ServeCore
+from serve_core import FINISHED, MISSING, ServeCore, children, cmdline
 
 PAGES = 40
 
@@ -206,26 +206,6 @@ def test_an_undecodable_page_fails_as_it_would_without_the_helper(
 
 
 # -- in a real pool -----------------------------------------------------------------------
-
-
-def children(pid: int) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            if int(stat.rpartition(")")[2].split()[1]) == pid:
-                found.append(int(entry.name))
-    return found
-
-
-def cmdline(pid: int) -> str:
-    try:
-        return (Path("/proc") / str(pid) / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-    except OSError:
-        return ""
 
 
 @pytest.mark.e2e
