@@ -39,7 +39,7 @@ enum Msg {
     Heartbeat { worker: String, items: Vec<(u64, Option<u64>)>, reply: Reply<(Vec<u64>, i64)> },
     KeepAlive { id: u64, attempt: u64, reply: Reply<()> },
     Fail { id: u64, worker: Option<String>, attempt: u64, failure: Box<FailureRecord>, reply: Reply<FailOutcome> },
-    FailWorker { worker: String, failure: Box<FailureRecord>, reply: Reply<Vec<u64>> },
+    FailWorker { worker: String, running: Option<(u64, u64)>, failure: Box<FailureRecord>, reply: Reply<Vec<u64>> },
     ReleaseWorker { worker: String, reply: Reply<Vec<u64>> },
     /// A lease ended outside this actor (a client's cancel, committed by the core).
     Ended { id: u64, worker: String },
@@ -146,10 +146,12 @@ impl Leases {
         self.call(|reply| Msg::Fail { id, worker, attempt, failure: Box::new(failure), reply }).await
     }
 
-    /// Fails every job `worker` holds (its process died): the supervisor's path, which
-    /// does not wait for the lease to expire. Returns the failed job ids.
-    pub async fn fail_worker(&self, worker: &str, failure: FailureRecord) -> Result<Vec<u64>, CoreError> {
-        self.call(|reply| Msg::FailWorker { worker: worker.to_string(), failure: Box::new(failure), reply }).await
+    /// Fails the jobs `worker` holds (its process died): the supervisor's path, which does
+    /// not wait for the lease to expire. `running`: the job (id, lease) the worker said it
+    /// was running; then only that one is failed and the others it held are released
+    /// uncharged (none, if it was running none of them). Returns the failed job ids.
+    pub async fn fail_worker(&self, worker: &str, running: Option<(u64, u64)>, failure: FailureRecord) -> Result<Vec<u64>, CoreError> {
+        self.call(|reply| Msg::FailWorker { worker: worker.to_string(), running, failure: Box::new(failure), reply }).await
     }
 
     /// Gives back every lease `worker` holds, without charging an attempt (it stopped
@@ -285,11 +287,17 @@ impl Ctx {
         Ok(outcome)
     }
 
-    async fn fail_worker(self, worker: String, failure: FailureRecord, reply: Reply<Vec<u64>>) -> Done {
+    async fn fail_worker(self, worker: String, running: Option<(u64, u64)>, failure: FailureRecord, reply: Reply<Vec<u64>>) -> Done {
         let mut out = Vec::new();
         let result = async {
             let mut failed = Vec::new();
             for (id, attempt) in self.held_by(&worker).await? {
+                // The worker said which job it was running: the others it only held
+                // (prefetched, or their results on the way) go back uncharged.
+                if running.is_some_and(|r| r != (id, attempt)) {
+                    self.release(id, Some(attempt), &mut out).await;
+                    continue;
+                }
                 if !matches!(self.fail_one(id, None, attempt, failure.clone(), &mut out).await?, FailOutcome::NotCurrent(_)) {
                     failed.push(id);
                 }
@@ -450,7 +458,7 @@ impl LeaseActor {
                 Done::reply(Vec::new(), reply, r)
             }),
             Msg::Fail { id, worker, attempt, failure, reply } => self.spawn(ctx.fail(id, worker, attempt, *failure, reply)),
-            Msg::FailWorker { worker, failure, reply } => self.spawn(ctx.fail_worker(worker, *failure, reply)),
+            Msg::FailWorker { worker, running, failure, reply } => self.spawn(ctx.fail_worker(worker, running, *failure, reply)),
             Msg::ReleaseWorker { worker, reply } => self.spawn(ctx.release_worker(worker, reply)),
             Msg::Ended { id, worker } => {
                 let mut out = Vec::new();

@@ -4,6 +4,7 @@
 //! every exit and fails the job the process held at once, with evidence; then
 //! respawns, backing off when the pool is crash-looping.
 use std::collections::{BTreeMap, VecDeque};
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{killpg, Signal};
@@ -150,6 +151,8 @@ struct Proc {
     polling: bool,
     /// The job held: (id, lease number, since).
     job: Option<(u64, u64, Instant)>,
+    /// Where a prefetching worker writes the job it runs (`TELHA_RUNNING_FILE`).
+    running_file: Option<PathBuf>,
     jobs_done: u64,
     killed: Option<KillReason>,
     /// When the supervisor sent SIGTERM, to escalate to SIGKILL after the grace.
@@ -386,8 +389,12 @@ impl PoolActor {
         env.insert("TELHA_WORKER_ID".into(), worker_id.clone());
         env.insert("TELHA_TOKEN".into(), self.contact.token.clone());
         env.insert("TELHA_FORMATS".into(), self.config.formats.join(","));
+        let mut running_file = None;
         if self.config.max_in_flight > 1 {
             env.insert("TELHA_MAX_IN_FLIGHT".into(), self.config.max_in_flight.to_string());
+            let path = running_path(&self.core.config().server.data_dir, &worker_id);
+            env.insert("TELHA_RUNNING_FILE".into(), path.display().to_string());
+            running_file = Some(path);
         }
         if let Some(ca) = &self.contact.ca {
             env.insert("TELHA_CA".into(), ca.clone());
@@ -416,6 +423,7 @@ impl PoolActor {
                     job_mark: 0,
                     polling: false,
                     job: None,
+                    running_file,
                     jobs_done: 0,
                     killed: None,
                     term_at: None,
@@ -466,6 +474,10 @@ impl PoolActor {
         let class = classify(exit, &tail, p.killed);
         let _ = self.core.events.send(CoreEvent::Exited { pool: self.name.clone(), slot: i, worker: p.worker_id.clone(), kind: class.kind.map(|k| k.as_str()), code: exit.code, signal: exit.signal });
         let stopping = self.stopping.is_some();
+        let running = p.running_file.as_deref().and_then(read_running);
+        if let Some(file) = &p.running_file {
+            let _ = std::fs::remove_file(file);
+        }
         match class.kind {
             None => {
                 tracing::info!(pool = %self.name, worker = %p.worker_id, pid = p.pid, "worker stopped");
@@ -490,7 +502,7 @@ impl PoolActor {
                         peak_rss_bytes: p.peak_rss,
                         ..Default::default()
                     };
-                    match self.core.leases.fail_worker(&p.worker_id, failure).await {
+                    match self.core.leases.fail_worker(&p.worker_id, running, failure).await {
                         Ok(jobs) if !jobs.is_empty() => tracing::warn!(pool = %self.name, worker = %p.worker_id, ?jobs, kind = %kind, "failed the jobs the worker held"),
                         Ok(_) => {}
                         Err(e) => tracing::error!(worker = %p.worker_id, error = %e, "cannot fail the worker's jobs"),
@@ -556,10 +568,58 @@ impl PoolActor {
 
 /// SIGTERM to the worker's process group; the harness finishes its current job and exits.
 /// A stopped worker is leased nothing more.
+/// `<data_dir>/run/<worker id>.running`, made ready for a new worker: the folder exists and
+/// no file is left from an earlier process of that id (ids repeat across core restarts).
+fn running_path(data_dir: &Path, worker_id: &str) -> PathBuf {
+    let dir = data_dir.join("run");
+    if let Err(e) = std::fs::create_dir_all(&dir) {
+        tracing::warn!(dir = %dir.display(), error = %e, "cannot make the folder for running-job files");
+    }
+    let path = dir.join(format!("{worker_id}.running"));
+    let _ = std::fs::remove_file(&path);
+    path
+}
+
+/// The job a prefetching worker last said it runs: `<job id> <lease number>` (the harness
+/// rewrites it as each job starts). None when there is no such file or it says nothing
+/// readable: then every job the worker held is charged, as without prefetch.
+fn read_running(path: &Path) -> Option<(u64, u64)> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let mut words = text.split_whitespace();
+    let found = (words.next()?.parse().ok()?, words.next()?.parse().ok()?);
+    words.next().is_none().then_some(found)
+}
+
 fn terminate(p: &mut Proc, why: KillReason, queue: &crate::actors::Queue) {
     let (queue, worker) = (queue.clone(), p.worker_id.clone());
     tokio::spawn(async move { queue.retire(worker).await });
     p.killed = Some(why);
     p.term_at = Some(Instant::now());
     let _ = killpg(Pid::from_raw(p.pid as i32), Signal::SIGTERM);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{read_running, running_path};
+
+    #[test]
+    fn the_running_file_says_one_job_and_lease_or_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = running_path(dir.path(), "text-0-1");
+        assert_eq!(read_running(&path), None, "no file yet");
+        for (text, want) in [
+            ("17 3\n", Some((17, 3))),
+            (&format!("{:<47}\n", "12 1"), Some((12, 1))),
+            ("", None),
+            ("17\n", None),
+            ("17 3 4\n", None),
+            ("x 3\n", None),
+            ("-1 3\n", None),
+        ] {
+            std::fs::write(&path, text).unwrap();
+            assert_eq!(read_running(&path), want, "{text:?}");
+        }
+        // A new worker of the same id (ids repeat across core restarts) starts clean.
+        assert_eq!(read_running(&running_path(dir.path(), "text-0-1")), None);
+    }
 }

@@ -12,6 +12,7 @@ import json
 import os
 import signal
 import socket
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -23,7 +24,7 @@ from example_worker import handle as handle_txt
 from workers_common import EXIT_OK
 from workers_common.conformance import run_handler, submission_hash
 
-from running import WorkerProcess
+from running import WORKER_APP, WorkerProcess
 from serve_core import FINISHED, MISSING, TELHA_BIN, ServeCore
 from worker_app import STREAM_PARAGRAPHS
 
@@ -317,6 +318,41 @@ def test_a_deeper_prefetch_holds_that_many_jobs_behind_a_slow_one(
         assert (done["state"], done["failures"], done["attempts"]) == ("succeeded", [], 0), (
             worker.log()
         )
+
+
+def test_a_crash_is_charged_to_the_running_job_not_to_the_ones_held_beside_it(
+    tmp_path: Path,
+) -> None:
+    """A pool worker at max_in_flight 4 holds three quick jobs while the job it runs
+    crashes the process: the pool reads the job it was running (TELHA_RUNNING_FILE) and
+    charges the crash to that one alone; the held jobs go back uncharged and succeed on
+    the respawned worker with no failure recorded."""
+    pool = (
+        '[pools.text]\nformats = ["txt"]\nworkers = 1\nmax_in_flight = 4\n'
+        f'command = ["{sys.executable}", "{WORKER_APP}"]\njob_timeout_secs = 60\n'
+    )
+    core = ServeCore(tmp_path / "core", jobs={"max_attempts": 2, "lease_secs": 30}, extra_toml=pool)
+    core.start()
+    try:
+        crash = core.submit(
+            write(tmp_path, "crash.txt", b"crash"),
+            options={"mode": "crash", "sleep_secs": 2},
+            fmt="txt",
+        )
+        core.wait(lambda: core.job(crash["id"])["state"] == "leased", "the crash job leased")
+        quick = [core.submit(write(tmp_path, f"q{i}.txt", b"quick"), fmt="txt") for i in range(3)]
+        core.wait(
+            lambda: all(core.job(j["id"])["state"] == "leased" for j in quick),
+            "the quick jobs held beside it",
+        )
+        for job in quick:
+            done = core.finished(job["id"])
+            assert (done["state"], done["failures"], done["attempts"]) == ("succeeded", [], 0)
+        dead = core.finished(crash["id"])
+        assert dead["state"] == "dead", dead
+        assert [f["kind"] for f in dead["failures"]] == ["crash", "crash"], dead["failures"]
+    finally:
+        core.stop()
 
 
 def test_sigterm_runs_the_held_job_too_then_exits_ok(

@@ -9,9 +9,11 @@ It serves formats that each exercise one harness path, steered by the job's opti
 - fail:    raises the failure kind in option `kind` (or ValueError for kind=unexpected)
 - slow:    sleeps option `sleep_secs`, then projects like txt (lease and heartbeat tests)
 - oom:     raises MemoryError (the OOM exit code)
+- crash:   sleeps option `sleep_secs`, then aborts the process (SIGABRT: a crash)
 - remote:  projects like txt but as a worker on another host would, with the content
            streamed by ReadBlob (the job's local blob path is hidden from it)
-- txt:     the example worker, or with option mode=stream|fail|slow|oom the handler above
+- txt:     the example worker, or with option mode=stream|fail|slow|oom|crash the handler
+           above
            (the real core only routes formats it knows, and it knows "txt")
 
 TELHA_TEST_HEARTBEAT_SECS overrides the heartbeat interval; TELHA_TEST_RECORD_DIR, when
@@ -103,6 +105,11 @@ def handle_oom(job: Job) -> bytes:
     raise MemoryError("simulated allocation failure")
 
 
+def handle_crash(job: Job) -> bytes:
+    time.sleep(float(job.options.get("sleep_secs", 0.0)))
+    os.abort()
+
+
 def handle_remote(job: Job) -> bytes:
     if job.content is None:
         raise InvalidInput("remote mode needs content")
@@ -114,6 +121,7 @@ BY_MODE: dict[str, Handler] = {
     "fail": handle_fail,
     "slow": handle_slow,
     "oom": handle_oom,
+    "crash": handle_crash,
     "remote": handle_remote,
 }
 

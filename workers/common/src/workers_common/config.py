@@ -37,6 +37,9 @@ class WorkerConfig:
     ca_pem: bytes | None = None
     """PEM CA certificate(s) from the file `TELHA_CA` names: the channel speaks TLS and
     verifies the core's certificate with them. None: plaintext."""
+    running_file: str | None = None
+    """`TELHA_RUNNING_FILE`: where a prefetching worker writes the job it runs as each one
+    starts (the core's pool reads it when the process dies, to charge that job alone)."""
     max_in_flight: int = 1
     """`TELHA_MAX_IN_FLIGHT` (the pool's `max_in_flight`): 1 runs one job at a time, as
     the seed does; N > 1 also holds the next jobs while up to N - 1 results are on their
@@ -48,8 +51,8 @@ class WorkerConfig:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> WorkerConfig:
-        """Reads TELHA_CORE_ADDR, TELHA_WORKER_ID, TELHA_TOKEN, TELHA_FORMATS, TELHA_CA and
-        TELHA_MAX_IN_FLIGHT."""
+        """Reads TELHA_CORE_ADDR, TELHA_WORKER_ID, TELHA_TOKEN, TELHA_FORMATS, TELHA_CA,
+        TELHA_MAX_IN_FLIGHT and TELHA_RUNNING_FILE."""
         return cls(
             core_addr=_core_addr(_required(env, "TELHA_CORE_ADDR")),
             worker_id=_required(env, "TELHA_WORKER_ID"),
@@ -57,6 +60,7 @@ class WorkerConfig:
             formats=_formats(_required(env, "TELHA_FORMATS")),
             ca_pem=_ca(env.get("TELHA_CA", "").strip()),
             max_in_flight=_max_in_flight(env.get("TELHA_MAX_IN_FLIGHT", "").strip()),
+            running_file=env.get("TELHA_RUNNING_FILE", "").strip() or None,
         )
 
 

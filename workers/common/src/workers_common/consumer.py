@@ -99,6 +99,7 @@ class WorkerConsumer:
         self._prefetching = False
         # Prefetching: the results on their way (oldest first), and the threads delivering.
         self._tails: deque[Future[None]] = deque()
+        self._running = _RunningFile(None)
         self._deliverer: ThreadPoolExecutor | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -178,6 +179,7 @@ class WorkerConsumer:
     # -- the loop --------------------------------------------------------------------------
 
     def _serve(self, config: WorkerConfig) -> int:
+        self._running = _RunningFile(config.running_file)
         client = CoreClient(config)
         heartbeater = Heartbeater(self._in_flight, client.heartbeat, self._heartbeat_interval)
         heartbeater.start()
@@ -203,6 +205,7 @@ class WorkerConsumer:
                 self._deliverer = None
             heartbeater.stop()
             client.close()
+            self._running.close()
 
     def _poll_once(self, client: CoreClient, config: WorkerConfig) -> int | None:
         """Holds one PollJobs stream until it ends; returns an exit code if run() should."""
@@ -270,6 +273,7 @@ class WorkerConsumer:
             self._busy = True
         try:
             started = time.monotonic()
+            self._running.mark(payload.job_id, payload.attempt)
             deliver = self._start_job(client, config, payload, lease)
             if deliver is None:
                 self._in_flight.remove(lease)
@@ -410,6 +414,40 @@ class WorkerConsumer:
             log.warning(
                 "job %s: the core refused the failure report (%s)", payload.job_id, answer.reason
             )
+
+
+class _RunningFile:
+    """The job this worker runs, written where the core's pool reads it if the process
+    dies (`TELHA_RUNNING_FILE`): with jobs held beside the one running, a crash is then
+    charged to that job alone, and the held ones go back uncharged. One pwrite per job;
+    a file that cannot be written only costs that precision (every held job is charged)."""
+
+    _WIDTH = 48  # fixed, so a shorter line never leaves the tail of a longer one
+
+    def __init__(self, path: str | None) -> None:
+        self._fd: int | None = None
+        if path is None:
+            return
+        try:
+            self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        except OSError as err:
+            log.warning("cannot open the running-job file %s: %s", path, err)
+
+    def mark(self, job_id: str, attempt: int) -> None:
+        if self._fd is None:
+            return
+        line = f"{job_id} {attempt}".ljust(self._WIDTH - 1) + "\n"
+        try:
+            os.pwrite(self._fd, line.encode(), 0)
+        except OSError as err:
+            log.warning("cannot write the running-job file: %s", err)
+            self.close()
+
+    def close(self) -> None:
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+            self._fd = None
 
 
 class _Arrivals:
