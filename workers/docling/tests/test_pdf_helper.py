@@ -136,6 +136,21 @@ def test_a_helper_killed_mid_pdf_leaves_the_rest_to_the_worker(
     assert [first, *rest] == pages_of(long_pdf)
 
 
+def test_a_helper_dead_with_a_frame_unsent_is_replaced_by_a_clean_one(
+    helper: Helper, long_pdf: bytes
+) -> None:
+    """The helper dies between jobs while part of a frame meant for it is still waiting
+    (a pipe that was full): the next PDF starts a fresh helper, which must not get that
+    tail (its stream would be garbage), and the one after shares its pages with it."""
+    assert helper.proc is not None
+    helper.proc.kill()
+    helper.proc.wait()
+    helper._unsent.append(memoryview(b"\x00\x00\x00\x00\x00\x01\x00\x00tail"))
+    assert helper.share(long_pdf, PAGES) is None  # gone: a fresh one starts
+    assert not helper._unsent
+    shared(helper, long_pdf)
+
+
 def test_a_helper_sending_nonsense_is_replaced_and_costs_only_time(
     long_pdf: bytes, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

@@ -87,16 +87,9 @@ def _write_all(out: IO[bytes], payload: bytes) -> None:
         view = view[written:]
 
 
-def _write_frame(out: IO[bytes], payload: bytes) -> None:
-    if len(payload) < 65536:
-        _write_all(out, _FRAME.pack(len(payload)) + payload)
-    else:  # a PDF: its bytes are not copied
-        _write_all(out, _FRAME.pack(len(payload)))
-        _write_all(out, payload)
-
-
 def _send(out: IO[bytes], message: dict[str, Any]) -> None:
-    _write_frame(out, _message(message))
+    payload = _message(message)
+    _write_all(out, _FRAME.pack(len(payload)) + payload)
 
 
 def _read_exact(stream: IO[bytes], size: int) -> bytes:
@@ -187,7 +180,9 @@ class Helper:
         self.wanted = True
         if not self.enabled() or self.alive():
             return
-        self.ready, self._open = False, None
+        # One that died between jobs: reap it, close its pipes and drop what was still
+        # meant for it (a frame's tail would corrupt the new one's stream).
+        self._kill()
         env = {**os.environ, _PARENT: str(os.getpid())}
         try:
             # Unbuffered both ways: select() must see every byte the helper wrote.
