@@ -280,13 +280,14 @@ impl Core {
         // syncs per submission, not two fsyncs per child.
         let inline: Vec<&[u8]> = checked.child_contents.iter().flatten().map(Vec::as_slice).collect();
         let mut stored = self.store.blobs().put_all(&inline).map_err(|e| CoreError::Io(format!("cannot store a child job's content: {e}")))?.into_iter();
-        let mut child_blobs = Vec::with_capacity(checked.child_contents.len());
-        for content in &checked.child_contents {
-            child_blobs.push(match (content, content.is_some().then(|| stored.next()).flatten()) {
-                (Some(_), Some((hash, size))) => format!("{hash}:{size}"),
-                _ => String::new(),
-            });
-        }
+        let child_blobs = checked
+            .child_contents
+            .iter()
+            .map(|content| match content.as_ref().and_then(|_| stored.next()) {
+                Some((hash, size)) => format!("{hash}:{size}"),
+                None => String::new(),
+            })
+            .collect();
         let props = match Encoded::of(&sub) {
             Ok(p) => p,
             Err(e) => return Ok(Err(e)),

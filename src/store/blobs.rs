@@ -56,8 +56,7 @@ impl BlobStore {
             if dest.exists() || !seen.insert(hash) {
                 continue;
             }
-            let tmp = self.dir.join("tmp").join(format!("{:016x}{:016x}", fastrand::u64(..), fastrand::u64(..)));
-            let mut file = std::fs::OpenOptions::new().write(true).create_new(true).open(&tmp)?;
+            let (tmp, mut file) = self.tmp_file()?;
             let written = file.write_all(data);
             pending.push((tmp, dest));
             if let Err(e) = written {
@@ -85,6 +84,13 @@ impl BlobStore {
         Ok(out)
     }
 
+    /// A new, empty file under tmp, with a name no other writer takes.
+    fn tmp_file(&self) -> std::io::Result<(PathBuf, std::fs::File)> {
+        let tmp = self.dir.join("tmp").join(format!("{:016x}{:016x}", fastrand::u64(..), fastrand::u64(..)));
+        let file = std::fs::OpenOptions::new().write(true).create_new(true).open(&tmp)?;
+        Ok((tmp, file))
+    }
+
     /// Removes what a failed `put_all` left in tmp (renamed blobs stay: each is whole).
     fn discard(&self, pending: &[(PathBuf, PathBuf)]) {
         for (tmp, _) in pending {
@@ -94,8 +100,7 @@ impl BlobStore {
 
     /// Starts a new blob. Blocking I/O: call from a blocking context.
     pub fn writer(&self) -> std::io::Result<BlobWriter> {
-        let tmp = self.dir.join("tmp").join(format!("{:016x}{:016x}", fastrand::u64(..), fastrand::u64(..)));
-        let file = std::fs::OpenOptions::new().write(true).create_new(true).open(&tmp)?;
+        let (tmp, file) = self.tmp_file()?;
         Ok(BlobWriter { store: self.clone(), tmp, file: std::io::BufWriter::with_capacity(1 << 16, file), hasher: blake3::Hasher::new(), size: 0 })
     }
 }
