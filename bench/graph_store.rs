@@ -123,7 +123,7 @@ pub async fn run(n: usize, merge_rows: u64) {
         let sub = wire::parse(&bytes).expect("parse");
         validate::validate(&sub, 0, &config.graph, &formats).expect("valid");
         let props = Encoded::of(&sub).expect("props");
-        let staged = Staged { job_id: rec.id, worker_id: Some("bench-worker".into()), attempt: granted.lease.attempt, base: 0, result_json: bytes, sub, props, child_blobs: vec![], core_refs: vec![] };
+        let staged = Staged { job_id: rec.id, worker_id: Some("bench-worker".into()), attempt: granted.lease.attempt, base: 0, result_json: bytes, sub, props, child_blobs: vec![], child_inline: vec![], core_refs: vec![] };
         let p = policy.clone();
         let outcome = store.write(move |t| submit::submit(t, staged, &p, telha::time::now_us())).await.expect("submit");
         submit_time += t.elapsed().as_secs_f64();

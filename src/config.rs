@@ -190,11 +190,26 @@ pub struct StoreConfig {
     /// rows into the by-target index once this many are staged (0: after every
     /// commit). Larger: fewer bytes written per job, more seeks per GetNode.
     pub merge_rows: u64,
+    /// Contents up to this many KiB (a client's or a child job's) are kept in the redb
+    /// file and made durable by their job's own commit (group commit); larger ones are
+    /// blob files, written and fsync'd each. 0: every content is a blob file.
+    pub inline_kb: u64,
 }
+
+/// The most `[store].inline_kb` may be: an inline content is one redb value, and the
+/// whole of it travels in the job's payload.
+pub const MAX_INLINE_KB: u64 = 1024;
 
 impl Default for StoreConfig {
     fn default() -> Self {
-        Self { max_batch: 4096, cache_mb: DEFAULT_CACHE_BYTES >> 20, merge_rows: crate::store::edges::DEFAULT_MERGE_ROWS }
+        Self { max_batch: 4096, cache_mb: DEFAULT_CACHE_BYTES >> 20, merge_rows: crate::store::edges::DEFAULT_MERGE_ROWS, inline_kb: 64 }
+    }
+}
+
+impl StoreConfig {
+    /// The largest content kept inline, in bytes (0: none).
+    pub fn inline_bytes(&self) -> usize {
+        usize::try_from(self.inline_kb.saturating_mul(1024)).unwrap_or(usize::MAX)
     }
 }
 
@@ -399,6 +414,9 @@ impl Config {
         }
         if !(1..=1 << 20).contains(&raw.store.cache_mb) {
             return Err(invalid("store.cache_mb", "must be 1 ..= 1048576".into()));
+        }
+        if raw.store.inline_kb > MAX_INLINE_KB {
+            return Err(invalid("store.inline_kb", format!("{} is over {MAX_INLINE_KB}", raw.store.inline_kb)));
         }
         if raw.store.merge_rows > 1 << 24 {
             return Err(invalid("store.merge_rows", format!("{} is over 16777216", raw.store.merge_rows)));

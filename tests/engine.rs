@@ -26,9 +26,78 @@ async fn routing_by_format() {
     assert_eq!(jc.attempt, 1);
     let payload: serde_json::Value = serde_json::from_str(&jc.payload_json).unwrap();
     assert_eq!(payload["format"], "csv");
-    let path = payload["content"]["path"].as_str().unwrap();
-    assert_eq!(std::fs::read(path).unwrap(), b"a,b\n1,2\n");
+    // A small content rides in the payload: no file to open.
+    assert_eq!(payload["content"]["inline"], true);
+    assert_eq!(jc.content, b"a,b\n1,2\n");
     assert!(wt.next(Duration::from_millis(300)).await.is_none(), "the txt worker got a second job");
+}
+
+/// The whole content a worker may read with ReadBlob.
+async fn read_blob(w: &mut Worker, job: &JobPayload) -> Vec<u8> {
+    let req = ReadBlobRequest { job_id: job.job_id.clone(), attempt: job.attempt, worker_id: w.id.clone() };
+    let mut stream = w.client.read_blob(req).await.expect("ReadBlob").into_inner();
+    let mut data = Vec::new();
+    while let Some(chunk) = stream.message().await.expect("ReadBlob chunk") {
+        data.extend(chunk.data);
+    }
+    data
+}
+
+/// Contents up to `[store].inline_kb` are stored with their job's commit and sent in the
+/// payload; one byte more is a blob file. Both read back the same over ReadBlob, both
+/// survive a kill -9, and no file is written for an inline one. `inline_kb = 0` turns it off.
+#[tokio::test]
+async fn small_contents_ride_in_the_job_commit_and_payload_larger_ones_are_blob_files() {
+    let mut s = Server::start(None);
+    let at_limit: Vec<u8> = (0..64 * 1024).map(|i| (i % 251) as u8).collect();
+    let over: Vec<u8> = (0..64 * 1024 + 1).map(|i| (i % 241) as u8).collect();
+    let small = s.submit("t", "txt", "small.txt", &at_limit).await;
+    let large = s.submit("t", "txt", "large.txt", &over).await;
+    assert_eq!(small.content_blake3, blake3::hash(&at_limit).to_hex().to_string());
+    assert_eq!(small.content_size, at_limit.len() as u64);
+    let blobs = |s: &Server| {
+        let mut n = 0;
+        for d in std::fs::read_dir(s.data_dir().join("blobs")).unwrap().flatten().filter(|d| d.file_name() != "tmp") {
+            n += std::fs::read_dir(d.path()).unwrap().count();
+        }
+        n
+    };
+    // The empty blob and the large content.
+    assert_eq!(blobs(&s), 2);
+    // Acknowledged means durable: both are there after a crash.
+    s.restart();
+    let mut w = Worker::connect(&s, "w", &["txt"]).await;
+    for _ in 0..2 {
+        let j = w.expect_job().await;
+        let payload: serde_json::Value = serde_json::from_str(&j.payload_json).unwrap();
+        let (want, inline) = if j.job_id == small.id { (&at_limit, true) } else { (&over, false) };
+        assert_eq!(payload["content"]["inline"].as_bool().unwrap_or(false), inline, "{payload}");
+        if inline {
+            assert_eq!(&j.content, want);
+            assert!(payload["content"].get("path").is_none());
+        } else {
+            assert!(j.content.is_empty());
+            assert_eq!(&std::fs::read(payload["content"]["path"].as_str().unwrap()).unwrap(), want);
+        }
+        assert_eq!(&read_blob(&mut w, &j).await, want);
+        assert!(w.succeed(&j, &result_with_nodes(0)).await.accepted);
+    }
+    // Turned off: every content is a file.
+    let text = std::fs::read_to_string(&s.config).unwrap() + "\n[store]\ninline_kb = 0\n";
+    std::fs::write(&s.config, text).unwrap();
+    s.restart();
+    let tiny = s.submit("t", "txt", "tiny.txt", b"tiny").await;
+    let mut w = Worker::connect(&s, "w2", &["txt"]).await;
+    let j = loop {
+        let j = w.expect_job().await;
+        if j.job_id == tiny.id {
+            break j;
+        }
+    };
+    let payload: serde_json::Value = serde_json::from_str(&j.payload_json).unwrap();
+    assert!(j.content.is_empty() && payload["content"].get("inline").is_none(), "{payload}");
+    assert_eq!(std::fs::read(payload["content"]["path"].as_str().unwrap()).unwrap(), b"tiny");
+    assert_eq!(blobs(&s), 3);
 }
 
 /// An expired lease fails the attempt as `lease_expired` and redelivers the job

@@ -393,7 +393,7 @@ async fn child_jobs_dedup_across_two_parents() {
     let payload: Value = serde_json::from_str(&child.payload_json).unwrap();
     assert_eq!(payload["name"], "attachment:abc");
     assert_eq!(payload["options"], json!({"clarify": true}));
-    assert_eq!(std::fs::read(payload["content"]["path"].as_str().unwrap()).unwrap(), b"hello");
+    assert_eq!((payload["content"]["inline"].as_bool(), child.content.as_slice()), (Some(true), b"hello".as_slice()));
     // Finished, so that the txt worker is free to receive a (wrongly) duplicated child.
     assert!(wt.succeed(&child, &result_with_nodes(0)).await.accepted);
     let p2 = s.submit("t", "eml", "m2.eml", b"y").await;
@@ -412,6 +412,40 @@ async fn child_jobs_dedup_across_two_parents() {
     let other = wt.expect_job().await;
     assert_ne!(other.job_id, child.job_id);
     assert_eq!(other.tenant_id, "u");
+}
+
+/// A partial's child contents are stored when the partial is accepted: a small one with
+/// the partial's commit (inline), a large one as a blob file; each child job created by
+/// the final commit gets its own, whichever way it was stored.
+#[tokio::test]
+async fn child_contents_of_a_partial_small_and_large_reach_their_child_jobs() {
+    use base64::Engine as _;
+    let s = Server::start(None);
+    let mut w = Worker::connect(&s, "w", &["eml"]).await;
+    let mut wt = Worker::connect(&s, "wt", &["txt"]).await;
+    let large: Vec<u8> = (0..100_000).map(|i| (i % 253) as u8).collect();
+    let b64 = |d: &[u8]| base64::engine::general_purpose::STANDARD.encode(d);
+    s.submit("t", "eml", "m.eml", b"x").await;
+    let j = w.expect_job().await;
+    let p0 = json!({"v":1,"seq":0,"partial":true,"nodes":[{"labels":["MESSAGE"]}],
+        "childJobs":[{"format":"txt","name":"att:small","contentB64":b64(b"small one")},
+                     {"format":"txt","name":"att:large","contentB64":b64(&large)}]});
+    assert!(w.succeed(&j, &p0.to_string()).await.accepted);
+    assert!(wt.next(Duration::from_millis(200)).await.is_none(), "a child job before the final commit");
+    assert!(w.succeed(&j, &json!({"v":1,"seq":1,"partial":false}).to_string()).await.accepted);
+    let mut got = std::collections::BTreeMap::new();
+    for _ in 0..2 {
+        let c = wt.expect_job().await;
+        let payload: Value = serde_json::from_str(&c.payload_json).unwrap();
+        let data = match payload["content"]["inline"].as_bool() {
+            Some(true) => c.content.clone(),
+            _ => std::fs::read(payload["content"]["path"].as_str().unwrap()).unwrap(),
+        };
+        got.insert(payload["name"].as_str().unwrap().to_string(), (payload["content"]["inline"].as_bool().unwrap_or(false), data));
+        assert!(wt.succeed(&c, &result_with_nodes(0)).await.accepted);
+    }
+    assert_eq!(got["att:small"], (true, b"small one".to_vec()));
+    assert_eq!(got["att:large"], (false, large));
 }
 
 /// A partial that carries only child jobs and an edge to a node of another job (no nodes of

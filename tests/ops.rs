@@ -304,7 +304,7 @@ async fn readyz_follows_the_pool_and_metrics_move_as_jobs_run() {
     assert_eq!(sample(&after, "telha_pool_workers_live", &[("pool", "misbehave")]), 1.0);
     assert_eq!(sample(&after, "telha_pool_degraded", &[("pool", "misbehave")]), 0.0);
     assert!(sample(&after, "telha_pool_worker_rss_bytes", &[("pool", "misbehave")]) > 1e6, "a Python worker is resident");
-    assert!(sample(&after, "telha_blob_store_bytes", &[]) >= 11.0, "the three contents are blobs");
+    assert!(sample(&after, "telha_blob_store_bytes", &[]) >= 11.0, "the three contents are stored");
     // Only the documented labels, and no job id, tenant or name anywhere.
     for ((name, labels), _) in &after {
         for (k, v) in labels {

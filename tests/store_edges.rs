@@ -42,7 +42,7 @@ impl Harness {
         let sub = wire::parse(&bytes).expect("parses");
         validate::validate(&sub, 0, &self.config.graph, &self.config.known_formats()).expect("valid");
         let props = Encoded::of(&sub).expect("props");
-        let staged = Staged { job_id: job, worker_id: Some("w".into()), attempt, base: 0, result_json: bytes, sub, props, child_blobs: vec![], core_refs: vec![] };
+        let staged = Staged { job_id: job, worker_id: Some("w".into()), attempt, base: 0, result_json: bytes, sub, props, child_blobs: vec![], child_inline: vec![], core_refs: vec![] };
         let p = self.policy.clone();
         self.store.write(move |t| submit::submit(t, staged, &p, telha::time::now_us())).await.unwrap()
     }

@@ -227,7 +227,7 @@ impl Ctx {
                 out.push(FollowUp::Track { id, attempt, deadline: granted.lease.deadline });
                 let _ = self.events.send(CoreEvent::Granted { worker: worker.clone(), job: id, attempt, at });
                 let _ = self.events.send(CoreEvent::Leased { job: id, format: granted.job.format.clone(), attempt, waited_us: (attempt == 1).then(|| granted.lease.granted_at - granted.job.created_at) });
-                let content_path = if granted.job.url.is_empty() { self.store.blob_path(&granted.job.blob) } else { None };
+                let content_path = if granted.job.url.is_empty() && !granted.job.inline { self.store.blob_path(&granted.job.blob) } else { None };
                 if tx.send(Delivery { granted, content_path }).await.is_err() {
                     // The stream went away before the job reached it: give it back unharmed.
                     tracing::debug!(job = id, worker = %worker, "stream closed before delivery; releasing");

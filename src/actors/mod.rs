@@ -182,13 +182,24 @@ impl Core {
 
     /// Enqueues a validated job; it is durable when this returns. A job whose
     /// idempotency key the tenant already used is the job that key created.
-    pub async fn enqueue(&self, new: NewJob) -> Result<JobRecord, CoreError> {
-        let (rec, created) = self.store.write(move |t| jobs::insert_once(t, new, now_us())).await?;
+    /// Creates a client's job; `inline` is its content when that is kept in the database
+    /// (`new.inline`), stored in the same commit. Returns the job and whether it is new
+    /// (false: its idempotency key named an existing job, returned as it was stored).
+    pub async fn enqueue(&self, new: NewJob, inline: Option<Vec<u8>>) -> Result<(JobRecord, bool), CoreError> {
+        let (rec, created) = self
+            .store
+            .write(move |t| {
+                if let Some(data) = &inline {
+                    jobs::put_content(t.txn, &new.blob, data)?;
+                }
+                jobs::insert_once(t, new, now_us())
+            })
+            .await?;
         if created {
             let _ = self.events.send(CoreEvent::Enqueued { job: rec.id, format: rec.format.clone() });
             self.queue.ready(vec![ReadyJob { format: rec.format.clone(), tenant: rec.tenant.clone(), id: rec.id }]).await?;
         }
-        Ok(rec)
+        Ok((rec, created))
     }
 
     pub async fn cancel(&self, id: u64, tenant: Option<String>) -> Result<JobRecord, CoreError> {

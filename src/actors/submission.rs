@@ -268,7 +268,8 @@ impl Core {
     }
 
     /// Validates a parsed submission against the text accepted so far for its lease
-    /// (which ends at `base`), and stores its child jobs' contents as blobs.
+    /// (which ends at `base`), and stores its child jobs' large contents as blobs (the
+    /// small ones go with the submission's commit).
     /// `Ok(Err(_))` is a malformed submission; `Err(_)` a failure of ours. Blocking.
     fn check(&self, job: u64, attempt: u64, base: u64, sub: Submission, bytes: Vec<u8>) -> Result<Result<Staged, WireError>, CoreError> {
         let config = self.config();
@@ -276,24 +277,35 @@ impl Core {
             Ok(c) => c,
             Err(e) => return Ok(Err(e)),
         };
-        // One batch for all of them (an archive's thousands of files): two filesystem
-        // syncs per submission, not two fsyncs per child.
-        let inline: Vec<&[u8]> = checked.child_contents.iter().flatten().map(Vec::as_slice).collect();
-        let mut stored = self.store.blobs().put_all(&inline).map_err(|e| CoreError::Io(format!("cannot store a child job's content: {e}")))?.into_iter();
-        let child_blobs = checked
-            .child_contents
-            .iter()
-            .map(|content| match content.as_ref().and_then(|_| stored.next()) {
-                Some((hash, size)) => format!("{hash}:{size}"),
-                None => String::new(),
-            })
-            .collect();
+        // Contents within [store].inline_kb are stored in the submission's own commit;
+        // the larger ones as blob files, one batch for all of them (an archive's
+        // thousands of files): two filesystem syncs per submission, not two fsyncs each.
+        let inline_max = config.store.inline_bytes();
+        let mut child_inline: Vec<(String, Vec<u8>)> = Vec::new();
+        let mut child_blobs = vec![String::new(); checked.child_contents.len()];
+        let mut large: Vec<(usize, Vec<u8>)> = Vec::new();
+        for (i, content) in checked.child_contents.into_iter().enumerate() {
+            match content {
+                Some(data) if !data.is_empty() && data.len() <= inline_max => {
+                    let hash = blake3::hash(&data).to_hex().to_string();
+                    child_blobs[i] = format!("{hash}:{}:inline", data.len());
+                    child_inline.push((hash, data));
+                }
+                Some(data) => large.push((i, data)),
+                None => {}
+            }
+        }
+        let contents: Vec<&[u8]> = large.iter().map(|(_, d)| d.as_slice()).collect();
+        let stored = self.store.blobs().put_all(&contents).map_err(|e| CoreError::Io(format!("cannot store a child job's content: {e}")))?;
+        for ((i, _), (hash, size)) in large.iter().zip(stored) {
+            child_blobs[*i] = format!("{hash}:{size}");
+        }
         let props = match Encoded::of(&sub) {
             Ok(p) => p,
             Err(e) => return Ok(Err(e)),
         };
         // Only a later partial can carry ids the core assigned earlier in this lease.
         let core_refs = if sub.seq == 0 { Vec::new() } else { crate::graph::positions::core_refs(&bytes) };
-        Ok(Ok(Staged { job_id: job, worker_id: None, attempt, base, result_json: bytes, sub, props, child_blobs, core_refs }))
+        Ok(Ok(Staged { job_id: job, worker_id: None, attempt, base, result_json: bytes, sub, props, child_blobs, child_inline, core_refs }))
     }
 }

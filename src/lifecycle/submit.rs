@@ -35,8 +35,12 @@ pub struct Staged {
     pub sub: Submission,
     /// The submission's properties as stored, encoded where it was checked.
     pub props: Encoded,
-    /// Per child job: "<blake3>:<size>" of its content, already stored as a blob, or "".
+    /// Per child job: "<blake3>:<size>" of its content, already stored as a blob,
+    /// "<blake3>:<size>:inline" of one in `child_inline`, or "".
     pub child_blobs: Vec<String>,
+    /// The small child contents (blake3 hex, bytes), stored in CONTENTS when the
+    /// submission is accepted, so a partial's children have theirs at the final commit.
+    pub child_inline: Vec<(String, Vec<u8>)>,
     /// String tokens that look like core ids, for the submission hash ([`crate::graph::positions`]).
     pub core_refs: Vec<positions::CoreRef>,
 }
@@ -152,6 +156,9 @@ pub fn submit(tx: &mut Tx<'_>, s: Staged, policy: &Policy, now: i64) -> Result<S
         // Only a worker that sends seq k before seq k-1 was acknowledged gets here.
         return Ok(SubmitOutcome::Rejected(format!("seq {seq} was checked against text offset {} but the text so far ends at {base}: send it again", s.base)));
     }
+    for (hash, data) in &s.child_inline {
+        jobs::put_content(tx.txn, hash, data)?;
+    }
     let fresh: Vec<u32> = s.sub.nodes.iter().enumerate().filter(|(_, n)| n.id.is_none()).map(|(i, _)| u32::try_from(i).unwrap_or(u32::MAX)).collect();
     let first_core = allocate_node_numbers(tx.txn, fresh.len() as u64)?;
     let mut next_core = first_core;
@@ -245,12 +252,16 @@ fn link_children(tx: &mut Tx<'_>, parent: &mut JobRecord, children: Vec<ChildSpe
                 id
             }
             None => {
-                let (blob, size, url) = match (c.blob.split_once(':'), child_url(&c.name)) {
+                let (inline, spec) = match c.blob.strip_suffix(":inline") {
+                    Some(spec) => (true, spec),
+                    None => (false, c.blob.as_str()),
+                };
+                let (blob, size, url) = match (spec.split_once(':'), child_url(&c.name)) {
                     (Some((h, n)), _) => (h.to_string(), n.parse().unwrap_or(0), String::new()),
                     (None, Some(url)) => (String::new(), 0, url.to_string()),
                     (None, None) => (blake3::hash(b"").to_hex().to_string(), 0, String::new()),
                 };
-                let new = NewJob { tenant: parent.tenant.clone(), organization: parent.organization.clone(), format: c.format, name: c.name, options_json: c.options_json, url, blob, size, idempotency_key: String::new() };
+                let new = NewJob { tenant: parent.tenant.clone(), organization: parent.organization.clone(), format: c.format, name: c.name, options_json: c.options_json, url, blob, size, inline, idempotency_key: String::new() };
                 let child = jobs::insert_child(tx, new, parent.id, now)?;
                 created.push(NewChild { id: child.id, format: child.format, tenant: child.tenant });
                 child.id

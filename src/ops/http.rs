@@ -106,7 +106,8 @@ async fn metrics(State(ops): State<Arc<Ops>>) -> Response {
     ([(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")], body).into_response()
 }
 
-/// Reads the gauges' sources: job counts from the store and blob bytes from disk (both on
+/// Reads the gauges' sources: job counts and inline content bytes from the store, blob
+/// file bytes from disk (both on
 /// the blocking pool), pools from the supervisor's snapshot, worker RSS and CPU from /proc.
 async fn refresh_gauges(ops: &Ops) {
     let store = ops.core.store.clone();
@@ -115,8 +116,11 @@ async fn refresh_gauges(ops: &Ops) {
     let blobs_dir = config.server.data_dir.join("blobs");
     let blob_cache = ops.blob_bytes.clone();
     let read = tokio::task::spawn_blocking(move || {
-        let depths = store.read().and_then(|t| jobs::depths(&t));
-        (depths, blob_cache.get(&blobs_dir))
+        let (depths, inline) = match store.read() {
+            Ok(t) => (jobs::depths(&t), jobs::inline_bytes(&t).unwrap_or(0)),
+            Err(e) => (Err(e), 0),
+        };
+        (depths, blob_cache.get(&blobs_dir) + inline)
     });
     let pools = ops.supervisor.status().await;
     let pids: Vec<(String, Vec<u32>)> = pools.iter().map(|p| (p.name.clone(), p.workers.iter().map(|w| w.pid).filter(|p| *p != 0).collect())).collect();

@@ -133,7 +133,7 @@ impl Metrics {
         r.register("pool_restarts", "Unexpected worker exits (or failed starts) of a pool", m.pool_restarts.clone());
         r.register_with_unit("pool_worker_rss", "Resident size of a pool's live worker process groups, summed", Unit::Bytes, m.pool_rss.clone());
         r.register_with_unit("pool_worker_cpu", "CPU time of a pool's live worker processes, summed", Unit::Seconds, m.pool_cpu.clone());
-        r.register_with_unit("blob_store", "Bytes of content blobs on disk", Unit::Bytes, m.blob_bytes.clone());
+        r.register_with_unit("blob_store", "Bytes of stored contents: blob files on disk and small contents kept in the database", Unit::Bytes, m.blob_bytes.clone());
         m
     }
 

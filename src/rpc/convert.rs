@@ -168,13 +168,17 @@ pub fn pool(p: crate::actors::pool::PoolStatus) -> proto::PoolInfo {
     }
 }
 
-/// The JobPayload a worker receives: the seed's fields plus the lease number.
+/// The JobPayload a worker receives: the seed's fields plus the lease number, and a
+/// small content itself.
 pub fn payload(d: crate::actors::queue::Delivery) -> proto::JobPayload {
-    let (job, lease) = (d.granted.job, d.granted.lease);
+    let (job, lease, content) = (d.granted.job, d.granted.lease, d.granted.content);
     let options: serde_json::Value = serde_json::from_str(&job.options_json).unwrap_or_else(|_| serde_json::json!({}));
     let mut body = serde_json::json!({ "format": job.format, "name": job.name, "options": options });
     if !job.url.is_empty() {
         body["url"] = job.url.clone().into();
+    } else if content.is_some() {
+        // Small content rides in the payload itself (JobPayload.content): no file to open.
+        body["content"] = serde_json::json!({ "blake3": job.blob, "size": job.size, "inline": true });
     } else {
         let path = d.content_path.map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
         body["content"] = serde_json::json!({ "blake3": job.blob, "size": job.size, "path": path });
@@ -188,5 +192,6 @@ pub fn payload(d: crate::actors::queue::Delivery) -> proto::JobPayload {
         lease_deadline: lease.deadline,
         attempts: job.attempts,
         attempt: lease.attempt,
+        content: content.unwrap_or_default(),
     }
 }

@@ -99,9 +99,13 @@ impl IngestService for IngestApi {
             None => return Err(invalid("header", "required")),
         };
         let mut new = new_job(header, &self.core.config().known_formats())?;
-        let max = self.core.config().server.max_content_mb.saturating_mul(1024 * 1024);
-        // Content goes to a blob file on a blocking thread as it arrives; it is never
-        // held whole in memory. The writer starts with the first chunk.
+        let config = self.core.config();
+        let max = config.server.max_content_mb.saturating_mul(1024 * 1024);
+        let inline_max = config.store.inline_bytes();
+        // A content that stays within [store].inline_kb is gathered in memory and stored
+        // in the job's own commit; past that it goes to a blob file on a blocking thread
+        // as it arrives (what was gathered first), and is never held whole in memory.
+        let mut gathered: Vec<u8> = Vec::new();
         let mut sink: Option<BlobSink> = None;
         let mut total: u64 = 0;
         while let Some(msg) = stream.next().await {
@@ -112,13 +116,21 @@ impl IngestService for IngestApi {
                     }
                     total += c.len() as u64;
                     if total > max {
-                        return Err(invalid("chunk", format!("content is over the limit of {} MiB ([server].max_content_mb)", self.core.config().server.max_content_mb)));
+                        return Err(invalid("chunk", format!("content is over the limit of {} MiB ([server].max_content_mb)", config.server.max_content_mb)));
                     }
                     if c.is_empty() {
                         continue;
                     }
+                    if sink.is_none() && gathered.len() + c.len() <= inline_max {
+                        gathered.extend_from_slice(&c);
+                        continue;
+                    }
                     if sink.is_none() {
-                        sink = Some(BlobSink::start(self.core.store.blobs())?);
+                        let s = BlobSink::start(self.core.store.blobs())?;
+                        if !gathered.is_empty() && s.chunks.send(std::mem::take(&mut gathered)).await.is_err() {
+                            break;
+                        }
+                        sink = Some(s);
                     }
                     if let Some(s) = &sink {
                         if s.chunks.send(c).await.is_err() {
@@ -130,17 +142,30 @@ impl IngestService for IngestApi {
                 None => return Err(invalid("part", "empty message")),
             }
         }
+        let mut inline = None;
         if new.url.is_empty() {
             let (hash, size) = match sink {
                 Some(s) => s.finish().await?,
-                None => self.core.store.blobs().empty(),
+                None if gathered.is_empty() => self.core.store.blobs().empty(),
+                None => {
+                    let hash = blake3::hash(&gathered).to_hex().to_string();
+                    new.inline = true;
+                    let size = gathered.len() as u64;
+                    inline = Some(gathered);
+                    (hash, size)
+                }
             };
             new.blob = hash;
             new.size = size;
         }
-        let rec = self.core.enqueue(new).await.map_err(to_status)?;
+        let (rec, created) = self.core.enqueue(new, inline).await.map_err(to_status)?;
+        if !created {
+            // The job an earlier submission with this idempotency key made, as it is now.
+            return self.view(rec.id, "").await.map(Response::new);
+        }
         tracing::info!(job = rec.id, tenant = %rec.tenant, format = %rec.format, name = %rec.name, size = rec.size, "job queued");
-        self.view(rec.id, "").await.map(Response::new)
+        // A new job is exactly its record as committed: no lease, no failures yet.
+        Ok(Response::new(convert::job(jobs::JobView { job: rec, lease: None, failures: Vec::new() })))
     }
 
     async fn get_job(&self, req: Request<GetJobRequest>) -> Result<Response<Job>, Status> {

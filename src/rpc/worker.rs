@@ -91,11 +91,27 @@ impl WorkerService for WorkerApi {
         let id = job_id("job_id", &r.job_id)?;
         let worker = ident("worker_id", &r.worker_id)?;
         let store = self.core.store.clone();
-        let view = blocking(move || jobs::get(&store.read()?, id)).await?.map_err(to_status)?;
+        let (view, inline) = blocking(move || {
+            let txn = store.read()?;
+            let view = jobs::get(&txn, id)?;
+            let inline = match &view {
+                Some(v) => jobs::inline_content(&txn.open_table(crate::store::tables::CONTENTS)?, &v.job)?,
+                None => None,
+            };
+            Ok::<_, crate::store::StoreError>((view, inline))
+        })
+        .await?
+        .map_err(to_status)?;
         // The one fencing check; a job that is gone or not leased is fenced too (PERMISSION_DENIED).
         let Some(view) = view else { return Err(to_status(jobs::Fenced::NoJob(id))) };
         let Some(lease) = view.lease.as_ref() else { return Err(to_status(jobs::Fenced::NoLease(id))) };
         jobs::check_holder(id, lease, Some(&worker), Some(r.attempt)).map_err(to_status)?;
+        if view.job.inline {
+            // A small content kept in the database: one chunk (at most [store] inline_kb).
+            let data = inline.ok_or_else(|| to_status(super::ApiError::NoBlob(id)))?;
+            let chunks = (!data.is_empty()).then_some(Ok(BlobChunk { data }));
+            return Ok(Response::new(Box::pin(tokio_stream::iter(chunks))));
+        }
         let path = self.core.store.blob_path(&view.job.blob).ok_or_else(|| to_status(super::ApiError::NoBlob(id)))?;
         let mut file = tokio::fs::File::open(&path).await.map_err(|e| to_status(super::ApiError::Io(format!("blob of job {id}: {e}"))))?;
         let (tx, rx) = tokio::sync::mpsc::channel(4);

@@ -31,6 +31,9 @@ pub struct NewJob {
     pub url: String,
     pub blob: String,
     pub size: u64,
+    /// The content is in CONTENTS under `blob` (stored by [`put_content`] in the same
+    /// transaction), not a blob file.
+    pub inline: bool,
     /// The client's idempotency key ("" for none).
     pub idempotency_key: String,
 }
@@ -236,6 +239,7 @@ fn record(id: u64, new: NewJob, now: i64) -> JobRecord {
         url: new.url,
         blob: new.blob,
         size: new.size,
+        inline: new.inline,
         state: u32::from(JobState::Queued.code()),
         created_at: now,
         updated_at: now,
@@ -284,11 +288,41 @@ pub fn insert_once(tx: &mut Tx<'_>, new: NewJob, now: i64) -> Result<(JobRecord,
     Ok((rec, true))
 }
 
-/// A granted lease: the job and its new lease.
+/// Stores a small content in CONTENTS under its blake3 hex `hash` (the caller hashed
+/// it), unless it is there already. Durable with the transaction that stores it.
+/// Counts their bytes in META's `inline_content_bytes` (the blob-store gauge's share).
+pub fn put_content(txn: &WriteTransaction, hash: &str, data: &[u8]) -> Result<(), StoreError> {
+    let mut t = txn.open_table(CONTENTS)?;
+    if t.get(hash)?.is_none() {
+        t.insert(hash, data)?;
+        let mut meta = txn.open_table(META)?;
+        let before = meta.get(INLINE_BYTES_KEY)?.map_or(0, |g| g.value());
+        meta.insert(INLINE_BYTES_KEY, before + data.len() as u64)?;
+    }
+    Ok(())
+}
+
+const INLINE_BYTES_KEY: &str = "inline_content_bytes";
+
+/// Bytes of the contents kept inline (each counted once).
+pub fn inline_bytes(txn: &ReadTransaction) -> Result<u64, StoreError> {
+    Ok(txn.open_table(META)?.get(INLINE_BYTES_KEY)?.map_or(0, |g| g.value()))
+}
+
+/// The inline content of job `rec` (None when its content is a blob file, or missing).
+pub fn inline_content(table: &impl ReadableTable<&'static str, &'static [u8]>, rec: &JobRecord) -> Result<Option<Vec<u8>>, StoreError> {
+    if !rec.inline {
+        return Ok(None);
+    }
+    Ok(table.get(rec.blob.as_str())?.map(|g| g.value().to_vec()))
+}
+
+/// A granted lease: the job, its new lease, and its content when that is inline.
 #[derive(Debug, Clone)]
 pub struct Granted {
     pub job: JobRecord,
     pub lease: LeaseRecord,
+    pub content: Option<Vec<u8>>,
 }
 
 /// Leases job `id` to `worker`, if it is still queued (it may have been cancelled
@@ -300,7 +334,9 @@ pub fn lease(tx: &mut Tx<'_>, id: u64, worker: &str, policy: &Policy, now: i64) 
     }
     let lease = LeaseRecord { worker_id: worker.to_string(), attempt: rec.lease_seq, deadline: now + policy.lease_us, granted_at: now };
     tx.txn.open_table(LEASES)?.insert(id, lease.encode_to_vec().as_slice())?;
-    Ok(Some(Granted { job: rec, lease }))
+    // Missing only if the file was damaged: the worker's ReadBlob then fails the attempt.
+    let content = inline_content(&tx.txn.open_table(CONTENTS)?, &rec)?;
+    Ok(Some(Granted { job: rec, lease, content }))
 }
 
 /// Extends the leases that `worker` holds among `items` (job id, optional lease

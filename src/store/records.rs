@@ -47,6 +47,9 @@ pub struct JobRecord {
     pub children: Vec<u64>,
     #[prost(bool, tag = "20")]
     pub unchanged: bool,
+    /// The content is in the CONTENTS table under `blob`, not a blob file.
+    #[prost(bool, tag = "21")]
+    pub inline: bool,
 }
 
 #[derive(Clone, PartialEq, prost::Message)]
@@ -105,7 +108,8 @@ pub struct SubmissionRecord {
     /// The latest `contentHash` seen up to and including this submission.
     #[prost(string, tag = "6")]
     pub content_hash: String,
-    /// Per child job of this submission: "<blake3>:<size>" of its content blob, or "".
+    /// Per child job of this submission: "<blake3>:<size>" of its content blob,
+    /// "<blake3>:<size>:inline" of a content stored in CONTENTS, or "".
     #[prost(string, repeated, tag = "7")]
     pub child_blobs: Vec<String>,
     /// blake3 (hex) of the submission's bytes. `result_json` itself is kept only for a

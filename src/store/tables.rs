@@ -27,6 +27,7 @@ pub fn create_all(txn: &WriteTransaction) -> Result<(), redb::TableError> {
     txn.open_table(CHILD_NAMES)?;
     txn.open_table(CONTENT_HASHES)?;
     txn.open_table(CORE_IDS)?;
+    txn.open_table(CONTENTS)?;
     Ok(())
 }
 
@@ -55,6 +56,13 @@ pub const COUNTS: TableDefinition<(&str, u8), u64> = TableDefinition::new("count
 
 /// Counters. Key: name (`next_job_id`, `next_node_id`). Value: the next value to hand out.
 pub const META: TableDefinition<&str, u64> = TableDefinition::new("meta-1");
+
+/// Small contents, kept in the database instead of a blob file (`[store].inline_kb`):
+/// a job whose record says `inline` has its content here, under its blake3. Written in
+/// the commit that creates the job (a child's in its submission's commit), so it is
+/// durable exactly when the job is; content-addressed, so equal contents are stored once.
+/// Key: blake3 hex. Value: the bytes.
+pub const CONTENTS: TableDefinition<&str, &[u8]> = TableDefinition::new("contents-1");
 
 /// Client idempotency keys. Key: (tenant, key). Value: the job the first SubmitJob
 /// with that key created. Kept for good (the promise is at least 24 h).

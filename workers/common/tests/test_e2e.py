@@ -127,11 +127,13 @@ def test_single_shot_example_worker(
     assert worker.terminate() == EXIT_OK
 
 
+@pytest.mark.parametrize("copies", [50, 5000], ids=["inline", "blob-file"])
 def test_content_streamed_with_read_blob(
-    core: Core, workers: Callable[..., WorkerProcess], tmp_path: Path
+    core: Core, workers: Callable[..., WorkerProcess], tmp_path: Path, copies: int
 ) -> None:
-    """A worker that cannot see the core's blob file gets the same bytes over ReadBlob."""
-    source = write(tmp_path, "r.txt", "Über den Wolken\n\nmuss die Freiheit\n".encode() * 50)
+    """A worker that cannot see the core's blob file (or the inline bytes of a small
+    content) gets the same bytes over ReadBlob."""
+    source = write(tmp_path, "r.txt", "Über den Wolken\n\nmuss die Freiheit\n".encode() * copies)
     worker = workers(core)
     job = core.ingest(source, options={"mode": "remote"})
     done = core.wait_job(job["id"], worker=worker)

@@ -89,6 +89,31 @@ def test_content_falls_back_to_read_blob(tmp_path: Path, where: str) -> None:
     assert len(calls) == 3
 
 
+def test_inline_content_is_read_from_the_payload_itself() -> None:
+    def no_stream() -> list[bytes]:
+        raise AssertionError("ReadBlob must not be used for an inline content")
+
+    data = bytes(range(256)) * 9
+    body = content_body(None, len(data))
+    body["content"] = {"blake3": "ab" * 32, "size": len(data), "inline": True}
+    job = Job.from_payload(payload(body, content=data), no_stream)
+    assert job.content is not None
+    assert job.content.path is None
+    assert job.read_bytes() == data
+    assert list(job.iter_chunks(1000)) == [data[i : i + 1000] for i in range(0, len(data), 1000)]
+    with job.content_path() as path:
+        assert path.read_bytes() == data
+    assert not path.exists()
+
+
+def test_inline_content_of_the_wrong_size_is_a_retryable_failure() -> None:
+    body = content_body(None, 5)
+    body["content"] = {"blake3": "ab" * 32, "size": 5, "inline": True}
+    with pytest.raises(JobPayloadError, match="inline content is 4 bytes") as caught:
+        Job.from_payload(payload(body, content=b"four"))
+    assert caught.value.kind == "transient"
+
+
 def test_short_read_blob_is_a_transient_failure() -> None:
     job = Job.from_payload(payload(content_body(None, 10)), lambda: [b"short"])
     with pytest.raises(WorkerFailure, match="expected 10"):
@@ -133,6 +158,7 @@ def test_kind_wins_over_the_body_format() -> None:
         {"content": {"size": -1}},
         {"content": {"size": True}},
         {"content": {"size": 1, "path": 5}},
+        {"content": {"size": 1, "inline": "yes"}},
     ],
 )
 def test_malformed_payload_is_a_retryable_failure(body: dict[str, Any] | str) -> None:

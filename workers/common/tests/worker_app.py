@@ -11,7 +11,8 @@ It serves formats that each exercise one harness path, steered by the job's opti
 - oom:     raises MemoryError (the OOM exit code)
 - crash:   sleeps option `sleep_secs`, then aborts the process (SIGABRT: a crash)
 - remote:  projects like txt but as a worker on another host would, with the content
-           streamed by ReadBlob (the job's local blob path is hidden from it)
+           streamed by ReadBlob (the job's local blob path, or its inline bytes, hidden
+           from it)
 - txt:     the example worker, or with option mode=stream|fail|slow|oom|crash the handler
            above
            (the real core only routes formats it knows, and it knows "txt")
@@ -113,7 +114,8 @@ def handle_crash(job: Job) -> bytes:
 def handle_remote(job: Job) -> bytes:
     if job.content is None:
         raise InvalidInput("remote mode needs content")
-    return handle_txt(dataclasses.replace(job, content=dataclasses.replace(job.content, path=None)))
+    hidden = dataclasses.replace(job.content, path=None, data=None)
+    return handle_txt(dataclasses.replace(job, content=hidden))
 
 
 BY_MODE: dict[str, Handler] = {

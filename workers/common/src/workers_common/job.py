@@ -1,9 +1,10 @@
 """Job: what a handler receives, with the job's identity, options and a way to its content.
 
-The core passes content by reference: a blake3-addressed blob file under its data dir. A
-worker on the same host reads that file directly; a worker on another host (or one that
-sees a different file there) streams it with ReadBlob. Handlers do not care which: they
-call `read_bytes()`, `read_text()`, `iter_chunks()` or `content_path()`.
+The core passes a small content (up to its `[store] inline_kb`) in the JobPayload itself,
+and a larger one by reference: a blake3-addressed blob file under its data dir. A worker
+on the same host reads that file directly; a worker on another host (or one that sees a
+different file there) streams it with ReadBlob. Handlers do not care which: they call
+`read_bytes()`, `read_text()`, `iter_chunks()` or `content_path()`.
 """
 
 from __future__ import annotations
@@ -41,6 +42,8 @@ class Content:
     size: int
     path: str | None
     """Where the core keeps the blob on its own host; may not exist on this one."""
+    data: bytes | None = field(default=None, repr=False)
+    """The content itself, when the core sent it inline (then `path` is None)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +82,7 @@ class Job:
             attempts=payload.attempts,
             attempt=payload.attempt,
             url=_str_field(body, "url") or None,
-            content=_content(body),
+            content=_content(body, payload.content),
             lease_deadline=payload.lease_deadline,
             _blob_source=blob_source,
         )
@@ -131,6 +134,11 @@ class Job:
     def iter_chunks(self, chunk_size: int = _CHUNK) -> Iterator[bytes]:
         """Yields the content in chunks, from the local blob file or from ReadBlob."""
         content = self._require_content()
+        if content.data is not None:
+            view = memoryview(content.data)
+            for start in range(0, len(view), chunk_size):
+                yield bytes(view[start : start + chunk_size])
+            return
         local = self._local_file()
         if local is not None:
             with local.open("rb") as handle:
@@ -148,6 +156,9 @@ class Job:
 
     def read_bytes(self) -> bytes:
         """The whole content in memory."""
+        content = self._require_content()
+        if content.data is not None:
+            return content.data
         return b"".join(self.iter_chunks())
 
     def read_text(self, encoding: str = "utf-8") -> str:
@@ -163,8 +174,8 @@ class Job:
     @contextmanager
     def content_path(self) -> Iterator[Path]:
         """A path to the content for libraries that want a file: the core's blob itself when
-        it is local (read it, never write it), else a temporary copy streamed from the core
-        and removed when the block ends."""
+        it is local (read it, never write it), else a temporary copy (of the inline content,
+        or streamed from the core) removed when the block ends."""
         local = self._local_file()
         if local is not None:
             yield local
@@ -204,7 +215,7 @@ def _options(body: Mapping[str, Any]) -> Mapping[str, Any]:
     return MappingProxyType(options)
 
 
-def _content(body: Mapping[str, Any]) -> Content | None:
+def _content(body: Mapping[str, Any], inline: bytes) -> Content | None:
     content = body.get("content")
     if content is None:
         return None
@@ -216,4 +227,11 @@ def _content(body: Mapping[str, Any]) -> Content | None:
     path = content.get("path")
     if path is not None and not isinstance(path, str):
         raise JobPayloadError("payload_json.content.path is not a string")
-    return Content(blake3=_str_field(content, "blake3"), size=size, path=path or None)
+    flag = content.get("inline", False)
+    if not isinstance(flag, bool):
+        raise JobPayloadError("payload_json.content.inline is not a boolean")
+    if not flag:
+        return Content(blake3=_str_field(content, "blake3"), size=size, path=path or None)
+    if len(inline) != size:
+        raise JobPayloadError(f"inline content is {len(inline)} bytes, payload_json says {size}")
+    return Content(blake3=_str_field(content, "blake3"), size=size, path=None, data=inline)

@@ -27,7 +27,7 @@ class PollJobsRequest(_message.Message):
     def __init__(self, worker_id: _Optional[str] = ..., formats: _Optional[_Iterable[str]] = ..., max_in_flight: _Optional[int] = ...) -> None: ...
 
 class JobPayload(_message.Message):
-    __slots__ = ("job_id", "tenant_id", "organization_id", "kind", "payload_json", "lease_deadline", "attempts", "attempt")
+    __slots__ = ("job_id", "tenant_id", "organization_id", "kind", "payload_json", "lease_deadline", "attempts", "attempt", "content")
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     TENANT_ID_FIELD_NUMBER: _ClassVar[int]
     ORGANIZATION_ID_FIELD_NUMBER: _ClassVar[int]
@@ -36,6 +36,7 @@ class JobPayload(_message.Message):
     LEASE_DEADLINE_FIELD_NUMBER: _ClassVar[int]
     ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
     ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    CONTENT_FIELD_NUMBER: _ClassVar[int]
     job_id: str
     tenant_id: str
     organization_id: str
@@ -44,7 +45,8 @@ class JobPayload(_message.Message):
     lease_deadline: int
     attempts: int
     attempt: int
-    def __init__(self, job_id: _Optional[str] = ..., tenant_id: _Optional[str] = ..., organization_id: _Optional[str] = ..., kind: _Optional[str] = ..., payload_json: _Optional[str] = ..., lease_deadline: _Optional[int] = ..., attempts: _Optional[int] = ..., attempt: _Optional[int] = ...) -> None: ...
+    content: bytes
+    def __init__(self, job_id: _Optional[str] = ..., tenant_id: _Optional[str] = ..., organization_id: _Optional[str] = ..., kind: _Optional[str] = ..., payload_json: _Optional[str] = ..., lease_deadline: _Optional[int] = ..., attempts: _Optional[int] = ..., attempt: _Optional[int] = ..., content: _Optional[bytes] = ...) -> None: ...
 
 class IngestionResult(_message.Message):
     __slots__ = ("job_id", "success", "result_json", "failure_reason", "permanent", "worker_id", "attempt", "retry_after_ms")
