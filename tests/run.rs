@@ -142,3 +142,33 @@ fn samples_hash_the_same_across_hash_seeds_time_zones_and_locales() {
     assert_eq!(runs[0], runs[1]);
     assert_eq!(runs[0], runs[2]);
 }
+
+/// A child job of a format nothing serves would keep `run` waiting forever: an email pool
+/// alone gets a message with a .txt attachment; the run stops with an error naming the
+/// format once only such jobs are left (and the message itself succeeded).
+#[test]
+fn run_stops_when_only_child_jobs_of_an_unserved_format_are_left() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = env!("CARGO_MANIFEST_DIR");
+    let text = format!(
+        r#"
+[server]
+listen = "127.0.0.1:0"
+data_dir = "data"
+
+[pools.email]
+formats = ["eml", "msg"]
+workers = 1
+command = ["{repo}/.venv/bin/python", "-m", "email_worker"]
+env = {{ EMAIL_ATTACHMENT_FORMATS = "txt,eml" }}
+"#
+    );
+    let cfg = dir.path().join("supervisor.toml");
+    std::fs::write(&cfg, text).unwrap();
+    let started = std::time::Instant::now();
+    let out = telha(&["--config", cfg.to_str().unwrap(), "run", concat!(env!("CARGO_MANIFEST_DIR"), "/samples/kickoff-reply.eml")]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("wait for formats no pool serves: txt"), "{stderr}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(60), "took {:?}", started.elapsed());
+}
