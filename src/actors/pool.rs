@@ -566,8 +566,6 @@ impl PoolActor {
     }
 }
 
-/// SIGTERM to the worker's process group; the harness finishes its current job and exits.
-/// A stopped worker is leased nothing more.
 /// `<data_dir>/run/<worker id>.running`, made ready for a new worker: the folder exists and
 /// no file is left from an earlier process of that id (ids repeat across core restarts).
 fn running_path(data_dir: &Path, worker_id: &str) -> PathBuf {
@@ -590,6 +588,8 @@ fn read_running(path: &Path) -> Option<(u64, u64)> {
     words.next().is_none().then_some(found)
 }
 
+/// SIGTERM to the worker's process group; the harness finishes its current job and exits.
+/// A stopped worker is leased nothing more.
 fn terminate(p: &mut Proc, why: KillReason, queue: &crate::actors::Queue) {
     let (queue, worker) = (queue.clone(), p.worker_id.clone());
     tokio::spawn(async move { queue.retire(worker).await });

@@ -106,9 +106,9 @@ async fn metrics(State(ops): State<Arc<Ops>>) -> Response {
     ([(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")], body).into_response()
 }
 
-/// Reads the gauges' sources: job counts and inline content bytes from the store, blob
-/// file bytes from disk (both on
-/// the blocking pool), pools from the supervisor's snapshot, worker RSS and CPU from /proc.
+/// Reads the gauges' sources: job counts and inline content bytes from the store and blob
+/// file bytes from disk (both on the blocking pool), pools from the supervisor's snapshot,
+/// worker RSS and CPU from /proc.
 async fn refresh_gauges(ops: &Ops) {
     let store = ops.core.store.clone();
     let config = ops.core.config();

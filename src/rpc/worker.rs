@@ -95,7 +95,7 @@ impl WorkerService for WorkerApi {
             let txn = store.read()?;
             let view = jobs::get(&txn, id)?;
             let inline = match &view {
-                Some(v) => jobs::inline_content(&txn.open_table(crate::store::tables::CONTENTS)?, &v.job)?,
+                Some(v) => jobs::inline_content(&v.job, || txn.open_table(crate::store::tables::CONTENTS))?,
                 None => None,
             };
             Ok::<_, crate::store::StoreError>((view, inline))

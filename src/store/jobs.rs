@@ -310,11 +310,13 @@ pub fn inline_bytes(txn: &ReadTransaction) -> Result<u64, StoreError> {
 }
 
 /// The inline content of job `rec` (None when its content is a blob file, or missing).
-pub fn inline_content(table: &impl ReadableTable<&'static str, &'static [u8]>, rec: &JobRecord) -> Result<Option<Vec<u8>>, StoreError> {
+/// `contents` opens the CONTENTS table (of a read or a write transaction), only for an
+/// inline job: a lease of any other job does not pay for the table.
+pub fn inline_content<T: ReadableTable<&'static str, &'static [u8]>>(rec: &JobRecord, contents: impl FnOnce() -> Result<T, redb::TableError>) -> Result<Option<Vec<u8>>, StoreError> {
     if !rec.inline {
         return Ok(None);
     }
-    Ok(table.get(rec.blob.as_str())?.map(|g| g.value().to_vec()))
+    Ok(contents()?.get(rec.blob.as_str())?.map(|g| g.value().to_vec()))
 }
 
 /// A granted lease: the job, its new lease, and its content when that is inline.
@@ -335,7 +337,7 @@ pub fn lease(tx: &mut Tx<'_>, id: u64, worker: &str, policy: &Policy, now: i64) 
     let lease = LeaseRecord { worker_id: worker.to_string(), attempt: rec.lease_seq, deadline: now + policy.lease_us, granted_at: now };
     tx.txn.open_table(LEASES)?.insert(id, lease.encode_to_vec().as_slice())?;
     // Missing only if the file was damaged: the worker's ReadBlob then fails the attempt.
-    let content = inline_content(&tx.txn.open_table(CONTENTS)?, &rec)?;
+    let content = inline_content(&rec, || tx.txn.open_table(CONTENTS))?;
     Ok(Some(Granted { job: rec, lease, content }))
 }
 
