@@ -70,7 +70,12 @@ async fn small_contents_ride_in_the_job_commit_and_payload_larger_ones_are_blob_
     for _ in 0..2 {
         let j = w.expect_job().await;
         let payload: serde_json::Value = serde_json::from_str(&j.payload_json).unwrap();
-        let (want, inline) = if j.job_id == small.id { (&at_limit, true) } else { (&over, false) };
+        let (want, inline) = if j.job_id == small.id {
+            (&at_limit, true)
+        } else {
+            assert_eq!(j.job_id, large.id);
+            (&over, false)
+        };
         assert_eq!(payload["content"]["inline"].as_bool().unwrap_or(false), inline, "{payload}");
         if inline {
             assert_eq!(&j.content, want);

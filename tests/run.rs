@@ -2,14 +2,20 @@
 //! Needs the repository's .venv (`workers/setup-venv.sh`).
 use std::process::Command;
 
-fn config(dir: &std::path::Path) -> std::path::PathBuf {
-    let repo = env!("CARGO_MANIFEST_DIR");
-    let text = format!(
-        r#"
-[server]
-listen = "127.0.0.1:50051"
-data_dir = "data"
+/// A config in `dir` with a data dir beside it and `rest` (tables after `[server]`);
+/// `{repo}` in `rest` becomes the repository root.
+fn config_with(dir: &std::path::Path, rest: &str) -> std::path::PathBuf {
+    let text = format!("[server]\nlisten = \"127.0.0.1:50051\"\ndata_dir = \"data\"\n{}", rest.replace("{repo}", env!("CARGO_MANIFEST_DIR")));
+    let path = dir.join("supervisor.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
 
+/// The example worker pool, two attempts per job.
+fn config(dir: &std::path::Path) -> std::path::PathBuf {
+    config_with(
+        dir,
+        r#"
 [jobs]
 max_attempts = 2
 backoff_base_ms = 10
@@ -19,11 +25,8 @@ backoff_max_ms = 20
 formats = ["txt", "text"]
 workers = 2
 command = ["{repo}/.venv/bin/python", "-m", "example_worker"]
-"#
-    );
-    let path = dir.join("supervisor.toml");
-    std::fs::write(&path, text).unwrap();
-    path
+"#,
+    )
 }
 
 fn telha(args: &[&str]) -> std::process::Output {
@@ -149,22 +152,16 @@ fn samples_hash_the_same_across_hash_seeds_time_zones_and_locales() {
 #[test]
 fn run_stops_when_only_child_jobs_of_an_unserved_format_are_left() {
     let dir = tempfile::tempdir().unwrap();
-    let repo = env!("CARGO_MANIFEST_DIR");
-    let text = format!(
+    let cfg = config_with(
+        dir.path(),
         r#"
-[server]
-listen = "127.0.0.1:0"
-data_dir = "data"
-
 [pools.email]
 formats = ["eml", "msg"]
 workers = 1
 command = ["{repo}/.venv/bin/python", "-m", "email_worker"]
-env = {{ EMAIL_ATTACHMENT_FORMATS = "txt,eml" }}
-"#
+env = { EMAIL_ATTACHMENT_FORMATS = "txt,eml" }
+"#,
     );
-    let cfg = dir.path().join("supervisor.toml");
-    std::fs::write(&cfg, text).unwrap();
     let started = std::time::Instant::now();
     let out = telha(&["--config", cfg.to_str().unwrap(), "run", concat!(env!("CARGO_MANIFEST_DIR"), "/samples/kickoff-reply.eml")]);
     let stderr = String::from_utf8_lossy(&out.stderr);
