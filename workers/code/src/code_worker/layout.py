@@ -21,7 +21,8 @@ from __future__ import annotations
 import posixpath
 import re
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from functools import partial
 
 from .languages import extension_language
@@ -35,23 +36,36 @@ __all__ = ["MAX_TABLE", "Layout"]
 MAX_TABLE = 2000
 """Entries at most in one child's table."""
 
-_PY_FROM = re.compile(rb"^[ \t]*from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]*)", re.M)
-_PY_IMPORT = re.compile(rb"^[ \t]*import[ \t]+([^\n#;]+)", re.M)
+_PY_LINE = re.compile(
+    rb"\n[ \t]*(?:"
+    rb"from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]*)"
+    rb"|import[ \t]+([^\n#;]+)"
+    rb"|(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)"
+    rb")",
+)
+"""The Python lines the layout reads, in one scan of a file: `from M import names`
+(groups 1, 2; `names` starting with `*` is a star import), `import M, …` (group 3), and
+a `def` or `class` (group 4, its name). It is matched against the file after a newline:
+led by the literal newline instead of a MULTILINE `^`, it tries line starts only."""
 _JS_SPEC = re.compile(
     rb"""(?:\bfrom|\bimport|\brequire\s*\(|\bimport\s*\()\s*['"](\.{1,2}/[^'"\n]*)['"]"""
 )
 _JAVA_PACKAGE = re.compile(rb"^[ \t]*package[ \t]+([\w.]+)[ \t]*;", re.M)
 _JAVA_IMPORT = re.compile(rb"^[ \t]*import[ \t]+(?:static[ \t]+)?([\w.]+)[ \t]*;", re.M)
 _WORD = re.compile(rb"\w+")
+_NON_WORD = bytes(
+    c if chr(c).isascii() and (chr(c).isalnum() or c == 0x5F) else 0x20 for c in range(256)
+)
+"""bytes.translate table: every byte `\\w` does not match in a bytes pattern becomes a
+space, so that splitting the result gives `_WORD.findall`'s words (at C speed)."""
 _INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"', re.M)
-_PY_DEFINES = re.compile(rb"^[ \t]*(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)", re.M)
-_PY_STAR = re.compile(rb"^[ \t]*from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+\*", re.M)
 _RUST_DEFINES = re.compile(
     rb"\b(?:fn|struct|enum|trait|union|mod|pub(?:\([^)\n]*\))?[ \t]+type)[ \t\r\n]+(?:r#)?(\w+)"
 )
 """Rust items by name; `type` only with a visibility (an impl's associated `type Err` is
 not an item another file can name)."""
-_RUST_STAR = re.compile(rb"^[ \t]*(?:pub(?:\([^)\n]*\))?[ \t]+)?use[ \t]+([\w:]+)::\*[ \t]*;", re.M)
+_RUST_STAR = re.compile(rb"\n[ \t]*(?:pub(?:\([^)\n]*\))?[ \t]+)?use[ \t]+([\w:]+)::\*[ \t]*;")
+"""A `use …::*;` line, matched after a newline as `_PY_LINE` is."""
 _JS_DEFINES = re.compile(
     rb"\b(?:function\*?|class|interface|enum|type|const|let|var)[ \t]+([A-Za-z_$][\w$]*)"
 )
@@ -60,6 +74,41 @@ STAR_HOPS = 3
 """How many `*` re-exports deep a child's table follows (and symbols.py resolves)."""
 _JS_SUFFIXES = ("", ".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", ".mts", ".cts", ".d.ts")
 _JS_INDEX = ("/index.ts", "/index.tsx", "/index.js", "/index.jsx", "/index.mjs")
+
+
+@dataclass(frozen=True, slots=True)
+class _PythonLines:
+    """A Python file's import and definition lines (`_PY_LINE`)."""
+
+    froms: list[tuple[bytes, bytes]]
+    """`from M import names`: M as written (dots included) and the names' text."""
+    imports: list[bytes]
+    """`import …`: the text after the keyword."""
+    defines: frozenset[bytes]
+    """Names of `def` and `class` lines."""
+
+
+class _KeyIndex:
+    """Keys like `crate::a::b` (or `=crate::a::b`) by their last segment: the keys a file
+    can name are found from its words without testing every key of the crate."""
+
+    def __init__(self, keys: Iterable[str]) -> None:
+        self._by_last: dict[bytes, list[tuple[str, tuple[bytes, ...]]]] = defaultdict(list)
+        self._always: list[str] = []
+        for key in keys:
+            segments = tuple(s.encode() for s in key.lstrip("=").split("::")[1:])
+            if segments:
+                self._by_last[segments[-1]].append((key, segments[:-1]))
+            else:
+                self._always.append(key)
+
+    def named(self, words: frozenset[bytes]) -> list[str]:
+        """The keys all of whose segments are in `words`, sorted."""
+        found = list(self._always)
+        by_last = self._by_last
+        for word in words & by_last.keys():
+            found.extend(k for k, rest in by_last[word] if all(s in words for s in rest))
+        return sorted(found)
 
 
 def _module_in(root: str, path: str) -> list[str] | None:
@@ -74,7 +123,10 @@ class Layout:
         self.languages = languages
         self.paths = frozenset(files)
         self._defined: dict[str, frozenset[bytes]] = {}
+        self._py_lines: dict[str, _PythonLines] = {}
         self._stars: dict[str, list[str]] = {}
+        self._last_words: tuple[str, frozenset[bytes]] = ("", frozenset())
+        self._rust_keys: dict[tuple[str, bool], _KeyIndex] = {}
         self._python_index()
         self._rust_index()
         self._java_index()
@@ -128,24 +180,40 @@ class Layout:
 
     def _python_wanted(self, path: str) -> set[str]:
         """Every dotted name the file's import lines could need: modules and `M.name`."""
-        data = self.files[path]
+        lines = self._python_lines(path)
         wanted: set[str] = set()
-        for match in _PY_FROM.finditer(data):
-            module = self._python_absolute(match.group(1).decode("ascii", "replace"), path)
+        for written, listed in lines.froms:
+            module = self._python_absolute(written.decode("ascii", "replace"), path)
             if module is None:
                 continue
             wanted.add(module)
-            names = match.group(2).decode("utf-8", "replace").strip("()")
+            names = listed.decode("utf-8", "replace").strip("()")
             for item in names.replace("\n", ",").split(","):
                 name = item.strip().split(" ")[0]
                 if name.isidentifier():
                     wanted.add(f"{module}.{name}" if module else name)
-        for match in _PY_IMPORT.finditer(data):
-            for item in match.group(1).decode("utf-8", "replace").split(","):
+        for imported in lines.imports:
+            for item in imported.decode("utf-8", "replace").split(","):
                 name = item.strip().split(" ")[0]
                 if name:
                     wanted.add(name)
         return wanted
+
+    def _python_lines(self, path: str) -> _PythonLines:
+        cached = self._py_lines.get(path)
+        if cached is None:
+            froms: list[tuple[bytes, bytes]] = []
+            imports: list[bytes] = []
+            defines: set[bytes] = set()
+            for written, listed, imported, defined in _PY_LINE.findall(b"\n" + self.files[path]):
+                if defined:
+                    defines.add(defined)
+                elif imported:
+                    imports.append(imported)
+                else:
+                    froms.append((written, listed))
+            cached = self._py_lines[path] = _PythonLines(froms, imports, frozenset(defines))
+        return cached
 
     def _python_table(self, path: str) -> dict[str, str]:
         table = {}
@@ -207,7 +275,10 @@ class Layout:
             self.crate_reexports[root] = rust_reexports(members, partial(_module_in, root))
 
     def _words(self, path: str) -> frozenset[bytes]:
-        return frozenset(_WORD.findall(self.files[path]))
+        """The words `path` writes; the last file's are kept (a child's table asks twice)."""
+        if self._last_words[0] != path:
+            self._last_words = (path, frozenset(self.files[path].translate(_NON_WORD).split()))
+        return self._last_words[1]
 
     def _rust_table(self, path: str) -> dict[str, str]:
         """The crate's module tree and re-exports, cut to the paths this file could name
@@ -219,15 +290,11 @@ class Layout:
         # `super::x` and `self::x` name the file's own module without writing it.
         own = module_of_path(path, root) or []
         words = self._words(path) | {segment.encode() for segment in own}
-
-        def named(key: str) -> bool:
-            return all(s.encode() in words for s in key.lstrip("=").split("::")[1:])
-
         modules = self.crate_modules[root]
         table = {"@crate": root}
-        table.update((k, modules[k]) for k in sorted(modules) if k != "crate" and named(k))
+        table.update((k, modules[k]) for k in self._rust_named(root, False, words))
         reexports = self.crate_reexports.get(root, {})
-        pending = [k for k in sorted(reexports) if named(k)]
+        pending = self._rust_named(root, True, words)
         for _ in range(HOPS):  # what a kept re-export leads to: its modules, its chain
             following = []
             for key in pending:
@@ -241,6 +308,16 @@ class Layout:
                         following.append("=" + prefix)
             pending = following
         return dict(sorted(table.items())[:MAX_TABLE])
+
+    def _rust_named(self, root: str, reexported: bool, words: frozenset[bytes]) -> list[str]:
+        """The crate's module keys (or re-export keys) every segment of which is in `words`,
+        sorted."""
+        index = self._rust_keys.get((root, reexported))
+        if index is None:
+            keys = self.crate_reexports.get(root, {}) if reexported else self.crate_modules[root]
+            index = _KeyIndex(k for k in keys if reexported or k != "crate")
+            self._rust_keys[(root, reexported)] = index
+        return index.named(words)
 
     # -- javascript / typescript -----------------------------------------------------------
 
@@ -320,11 +397,14 @@ class Layout:
         cached = self._defined.get(path)
         if cached is None:
             language = self.languages.get(path)
-            pattern = {"python": _PY_DEFINES, "rust": _RUST_DEFINES}.get(language or "")
-            if language in ("javascript", "typescript", "tsx"):
-                pattern = _JS_DEFINES
-            found = set() if pattern is None else set(pattern.findall(self.files[path]))
-            cached = self._defined[path] = frozenset(found)
+            if language == "python":
+                cached = self._python_lines(path).defines
+            else:
+                pattern = _RUST_DEFINES if language == "rust" else None
+                if language in ("javascript", "typescript", "tsx"):
+                    pattern = _JS_DEFINES
+                cached = frozenset(() if pattern is None else pattern.findall(self.files[path]))
+            self._defined[path] = cached
         return cached
 
     def star_sources(self, path: str) -> list[str]:
@@ -345,8 +425,10 @@ class Layout:
 
     def _python_stars(self, path: str) -> list[str]:
         out = []
-        for match in _PY_STAR.finditer(self.files[path]):
-            module = self._python_absolute(match.group(1).decode("ascii", "replace"), path)
+        for written, listed in self._python_lines(path).froms:
+            if not listed.startswith(b"*"):
+                continue
+            module = self._python_absolute(written.decode("ascii", "replace"), path)
             found = None if module is None else self._python_lookup(module, path)
             if found is not None:
                 out.append(found)
@@ -358,7 +440,7 @@ class Layout:
             return []
         own = module_of_path(path, root) or []
         out = []
-        for match in _RUST_STAR.finditer(self.files[path]):
+        for match in _RUST_STAR.finditer(b"\n" + self.files[path]):
             full = rust_absolute(match.group(1).decode("ascii", "replace").split("::"), own)
             found = (
                 None if full is None else self.crate_modules[root].get("::".join(["crate", *full]))
