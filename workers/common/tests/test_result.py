@@ -64,6 +64,36 @@ def test_identical_inputs_give_identical_bytes() -> None:
     assert make([("x", 1), ("y", 2)]) == make([("y", 2), ("x", 1)])
 
 
+def test_to_json_encodes_what_build_hands_out_and_later_changes_reach_neither() -> None:
+    # to_json encodes the builder's own elements (no copy); build() hands out copies. Both
+    # must give the same bytes, and mutating what was passed in or what build() returned
+    # must change neither (properties are copied when added).
+    builder = IngestionResultBuilder()
+    span = builder.add_span_text("fn a() {}\n", kind="body")
+    props = {"name": "a", "lines": [1, 1], "tags": ("x", "y")}
+    node = builder.add_node(["FUNCTION"], props, spans=[span], id="code:sym:r/a.rs#a")
+    builder.add_relationship("CALLS", from_ref=node, to_id="code:sym:r/b.rs#b", properties={})
+    builder.attach_span(node, builder.add_span_text("more\n", kind="body"))
+    before = builder.to_json()
+    built = builder.build(partial=True)
+    props["name"] = "changed"
+    props["lines"].append(99)  # type: ignore[attr-defined]
+    built["nodes"][0]["properties"]["name"] = "also changed"
+    built["spans"][0]["kind"] = "changed"
+    assert builder.to_json() == before
+    assert json.loads(before)["nodes"][0]["properties"] == {
+        "name": "a",
+        "lines": [1, 1],
+        "tags": ["x", "y"],
+    }
+    assert builder.to_json(partial=True) == json.dumps(
+        builder.build(partial=True),
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+    ).encode("utf-8")
+
+
 def test_empty_optional_keys_are_omitted() -> None:
     out = IngestionResultBuilder().build()
     assert set(out) == {"v", "canonicalText", "spans", "nodes", "relationships"}

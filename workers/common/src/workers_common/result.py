@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import base64
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
@@ -637,13 +637,21 @@ class IngestionResultBuilder:
         rules.json) raises TooLarge naming the cap, so the job ends as a permanent
         `too_large` with its counts instead of a `protocol` refusal by the core.
         """
+        return self._submission(partial, dict, _copy_element)
+
+    def _submission(
+        self,
+        partial: bool | None,
+        copy_span: Callable[[dict[str, Any]], JsonValue],
+        copy_element: Callable[[dict[str, Any]], JsonValue],
+    ) -> dict[str, Any]:
         self._check_caps()
         out: dict[str, Any] = {
             "v": WIRE_VERSION,
             "canonicalText": self.canonical_text,
-            "spans": self._spans.wire(dict),
-            "nodes": self._nodes.wire(_copy_element),
-            "relationships": self._relationships.wire(_copy_element),
+            "spans": self._spans.wire(copy_span),
+            "nodes": self._nodes.wire(copy_element),
+            "relationships": self._relationships.wire(copy_element),
         }
         if self._stats:
             out["stats"] = json_value(self._stats, "stats")
@@ -677,11 +685,17 @@ class IngestionResultBuilder:
 
     def to_json(self, *, partial: bool | None = None) -> bytes:
         """Returns the submission as canonical UTF-8 JSON, for IngestionResult.result_json."""
-        return canonical_json(self.build(partial=partial))
+        # Encoded at once, so nothing of it escapes: the elements go as they are instead of
+        # as the fresh copies build() hands out (each was checked when it was added).
+        return canonical_json(self._submission(partial, _as_is, _as_is))
 
 
 def _copy_element(element: Mapping[str, Any]) -> JsonValue:
     return json_value(element, "element")
+
+
+def _as_is(element: dict[str, Any]) -> JsonValue:
+    return element
 
 
 def _object_run(run: object, what: str) -> EncodedRun:
