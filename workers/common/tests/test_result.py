@@ -74,12 +74,16 @@ def test_to_json_encodes_what_build_hands_out_and_later_changes_reach_neither() 
     node = builder.add_node(["FUNCTION"], props, spans=[span], id="code:sym:r/a.rs#a")
     builder.add_relationship("CALLS", from_ref=node, to_id="code:sym:r/b.rs#b", properties={})
     builder.attach_span(node, builder.add_span_text("more\n", kind="body"))
+    builder.add_child_job("code", "code:r/b.rs@1", options={"k": [1]}, content=b"fn b() {}")
+    builder.set_stats({"files": {"rust": 1}})
     before = builder.to_json()
     built = builder.build(partial=True)
     props["name"] = "changed"
     props["lines"].append(99)  # type: ignore[attr-defined]
     built["nodes"][0]["properties"]["name"] = "also changed"
     built["spans"][0]["kind"] = "changed"
+    built["childJobs"][0]["options"]["k"].append(2)
+    built["stats"]["files"]["rust"] = 2
     assert builder.to_json() == before
     assert json.loads(before)["nodes"][0]["properties"] == {
         "name": "a",

@@ -654,13 +654,13 @@ class IngestionResultBuilder:
             "relationships": self._relationships.wire(copy_element),
         }
         if self._stats:
-            out["stats"] = json_value(self._stats, "stats")
+            out["stats"] = copy_element(self._stats)
         if self._content_hash is not None:
             out["contentHash"] = self._content_hash
         if self._child_jobs:
-            out["childJobs"] = json_value(self._child_jobs, "childJobs")
+            out["childJobs"] = [copy_element(child) for child in self._child_jobs]
         if self._ambiguities:
-            out["ambiguities"] = json_value(self._ambiguities, "ambiguities")
+            out["ambiguities"] = [copy_element(entry) for entry in self._ambiguities]
         if partial is not None:
             if not isinstance(partial, bool):
                 raise BuilderTypeError("partial must be bool")
@@ -685,8 +685,9 @@ class IngestionResultBuilder:
 
     def to_json(self, *, partial: bool | None = None) -> bytes:
         """Returns the submission as canonical UTF-8 JSON, for IngestionResult.result_json."""
-        # Encoded at once, so nothing of it escapes: the elements go as they are instead of
-        # as the fresh copies build() hands out (each was checked when it was added).
+        # Encoded at once, so nothing of it escapes: the elements, child jobs, ambiguities
+        # and stats go as they are instead of as the fresh copies build() hands out (each
+        # was checked and copied when it was added).
         return canonical_json(self._submission(partial, _as_is, _as_is))
 
 
