@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import posixpath
 from collections import Counter
-from collections.abc import Generator, Iterator, Sequence
+from collections.abc import Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -141,7 +141,7 @@ def _packages(builder: IngestionResultBuilder, repo: Repository, repo_ref: NodeR
                 )
 
 
-def _batches(children: list[tuple[Member, _Child]]) -> Iterator[list[tuple[Member, _Child]]]:
+def _batches(children: Iterable[tuple[Member, _Child]]) -> Iterator[list[tuple[Member, _Child]]]:
     """Child jobs in partials a submission can carry (count and bytes under the core's caps)."""
     batch: list[tuple[Member, _Child]] = []
     size = 0
@@ -201,7 +201,9 @@ def handle_archive(job: Job) -> Generator[dict[str, Any], Sequence[str], None]:
     parse_ms = job.options.get("max_parse_ms")
     if isinstance(parse_ms, bool) or not isinstance(parse_ms, int) or parse_ms < 0:
         parse_ms = None
-    children = [(m, _child(root, m, layout, repo, limits, parse_ms)) for m in repo.sources]
+    # Each batch's children are made as it fills (a file's table is most of the archive's
+    # work): the core takes in one partial while the next is being made.
+    children = ((m, _child(root, m, layout, repo, limits, parse_ms)) for m in repo.sources)
     for batch in _batches(children):
         # No node in these partials: the edges point from the REPOSITORY node of the first
         # partial by id, and the core applies a nodeless partial at the final commit.
