@@ -436,11 +436,12 @@ class Layout:
 
     def _rust_stars(self, path: str) -> list[str]:
         root = self.crate_of.get(path)
-        if root is None:
+        data = self.files[path]
+        if root is None or b"::*" not in data:  # most files have no glob import
             return []
         own = module_of_path(path, root) or []
         out = []
-        for match in _RUST_STAR.finditer(b"\n" + self.files[path]):
+        for match in _RUST_STAR.finditer(b"\n" + data):
             full = rust_absolute(match.group(1).decode("ascii", "replace").split("::"), own)
             found = (
                 None if full is None else self.crate_modules[root].get("::".join(["crate", *full]))
