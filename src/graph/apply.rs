@@ -45,6 +45,11 @@ impl Bases {
         Self { nodes: r.nodes_total, spans: r.spans_total, edges: r.edges_total, ambiguities: r.ambiguities_total }
     }
 
+    /// The totals a stored submission ends at, from its head.
+    pub fn after_head(r: &SubmissionHead) -> Self {
+        Self { nodes: r.nodes_total, spans: r.spans_total, edges: r.edges_total, ambiguities: r.ambiguities_total }
+    }
+
     /// These totals with `sub` added.
     pub fn plus(self, sub: &Submission) -> Self {
         Self {

@@ -16,7 +16,7 @@ use crate::graph::positions;
 use crate::graph::wire::Submission;
 use crate::failure::FailureKind;
 use crate::store::jobs::{self, FailOutcome, NewJob, Policy};
-use crate::store::records::{FailureRecord, JobRecord, LeaseRecord, SubmissionRecord};
+use crate::store::records::{FailureRecord, JobRecord, LeaseRecord, SubmissionHead, SubmissionRecord};
 use crate::store::state::Event;
 use crate::store::tables::{LEASES, META, SUBMISSIONS};
 use crate::store::{StoreError, Tx};
@@ -84,7 +84,7 @@ pub enum Base {
 pub fn base_offset(txn: &ReadTransaction, job: u64, attempt: u64, seq: u32) -> Result<Base, StoreError> {
     let Some(prev) = seq.checked_sub(1) else { return Ok(Base::At(0)) };
     if let Some(b) = txn.open_table(SUBMISSIONS)?.get((job, attempt, prev))? {
-        return Ok(Base::At(SubmissionRecord::decode(b.value())?.text_end));
+        return Ok(Base::At(SubmissionHead::decode(b.value())?.text_end));
     }
     let current = match txn.open_table(LEASES)?.get(job)? {
         Some(b) => LeaseRecord::decode(b.value())?.attempt == attempt,
@@ -148,10 +148,10 @@ pub fn submit(tx: &mut Tx<'_>, s: Staged, policy: &Policy, now: i64) -> Result<S
         return Ok(SubmitOutcome::Protocol { reason, failed });
     }
     let prev = match seq.checked_sub(1) {
-        Some(p) => jobs::submission_record(tx.txn, (s.job_id, s.attempt, p))?,
+        Some(p) => jobs::submission_head(tx.txn, (s.job_id, s.attempt, p))?,
         None => None,
     };
-    let (base, bases, hash_before) = prev.map(|p| (p.text_end, Bases::after_record(&p), p.content_hash)).unwrap_or_default();
+    let (base, bases, hash_before) = prev.map(|p| (p.text_end, Bases::after_head(&p), p.content_hash)).unwrap_or_default();
     if s.base != base {
         // Only a worker that sends seq k before seq k-1 was acknowledged gets here.
         return Ok(SubmitOutcome::Rejected(format!("seq {seq} was checked against text offset {} but the text so far ends at {base}: send it again", s.base)));

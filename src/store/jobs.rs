@@ -114,6 +114,16 @@ pub fn submission_record(txn: &WriteTransaction, key: (u64, u64, u32)) -> Result
     })
 }
 
+/// The running totals of stored submission `key` (see [`super::records::SubmissionHead`]).
+pub fn submission_head(txn: &WriteTransaction, key: (u64, u64, u32)) -> Result<Option<super::records::SubmissionHead>, StoreError> {
+    let t = txn.open_table(SUBMISSIONS)?;
+    let bytes = t.get(key)?;
+    Ok(match bytes {
+        Some(b) => Some(super::records::SubmissionHead::decode(b.value())?),
+        None => None,
+    })
+}
+
 pub(crate) fn next_counter(txn: &WriteTransaction, name: &str) -> Result<u64, StoreError> {
     let mut t = txn.open_table(META)?;
     let next = t.get(name)?.map(|g| g.value()).unwrap_or(1);

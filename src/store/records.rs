@@ -135,6 +135,25 @@ pub struct SubmissionRecord {
     pub position_hash: String,
 }
 
+/// What the next submission of an attempt needs of a stored [`SubmissionRecord`]: its
+/// running totals, without the record's `result_json` and lists, which decoding skips
+/// instead of copying (a partial that fans out children keeps megabytes of JSON there).
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct SubmissionHead {
+    #[prost(uint64, tag = "4")]
+    pub text_end: u64,
+    #[prost(uint64, tag = "5")]
+    pub nodes_total: u64,
+    #[prost(string, tag = "6")]
+    pub content_hash: String,
+    #[prost(uint64, tag = "9")]
+    pub spans_total: u64,
+    #[prost(uint64, tag = "10")]
+    pub edges_total: u64,
+    #[prost(uint64, tag = "11")]
+    pub ambiguities_total: u64,
+}
+
 /// The core-assigned ids one submission got: consecutive numbers from the run's first.
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct CoreIdRun {
@@ -262,4 +281,34 @@ pub struct AmbiguityRecord {
     pub applied_candidate_confidence: f64,
     #[prost(string, tag = "6")]
     pub severity_hint: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use prost::Message;
+
+    #[test]
+    fn a_submission_head_reads_the_totals_of_a_record_and_skips_the_rest() {
+        let record = SubmissionRecord {
+            result_json: vec![b'x'; 1 << 20],
+            node_ids: vec!["n1".into(), "n2".into()],
+            partial: true,
+            text_end: 17,
+            nodes_total: 3,
+            content_hash: "abc".into(),
+            child_blobs: vec!["h:1:inline".into()],
+            result_hash: "r".into(),
+            spans_total: 5,
+            edges_total: 7,
+            ambiguities_total: 11,
+            deferred_edges: vec![1, 2],
+            position_hash: "p".into(),
+        };
+        let head = SubmissionHead::decode(record.encode_to_vec().as_slice()).expect("decodes");
+        assert_eq!(
+            head,
+            SubmissionHead { text_end: 17, nodes_total: 3, content_hash: "abc".into(), spans_total: 5, edges_total: 7, ambiguities_total: 11 }
+        );
+    }
 }
