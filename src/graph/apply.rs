@@ -27,7 +27,7 @@ use redb::{ReadableTable, Table, WriteTransaction};
 use super::wire::{self, Interval, Relationship, Submission};
 use crate::store::records::*;
 use crate::store::tables::*;
-use crate::store::StoreError;
+use crate::store::{jobs, StoreError};
 
 /// Where a submission's elements start in the job's global numbering: the running
 /// totals of the submissions before it.
@@ -239,7 +239,7 @@ pub fn finalize(txn: &WriteTransaction, rec: &JobRecord, attempt: u64, fin: Fina
     let mut children = Vec::new();
     let mut bases = Bases::default();
     for k in 0..seq {
-        let staged = staged_record(txn, (rec.id, attempt, k))?.ok_or_else(|| corrupt(format!("job {} lease {attempt}: staged seq {k} is missing", rec.id)))?;
+        let staged = jobs::submission::<SubmissionRecord>(txn, (rec.id, attempt, k))?.ok_or_else(|| corrupt(format!("job {} lease {attempt}: staged seq {k} is missing", rec.id)))?;
         chain.update(if staged.position_hash.is_empty() { staged.result_hash.as_bytes() } else { staged.position_hash.as_bytes() });
         if !unchanged && !staged.result_json.is_empty() {
             let sub = wire::parse(&staged.result_json).map_err(|e| corrupt(format!("job {} staged seq {k} no longer parses: {e}", rec.id)))?;
@@ -276,16 +276,6 @@ pub fn finalize(txn: &WriteTransaction, rec: &JobRecord, attempt: u64, fin: Fina
     drop(proj);
     let nodes = if unchanged { 0 } else { bases.plus(fin.sub).nodes };
     Ok(Done { nodes, submission_hash: chain.finalize().to_hex().to_string(), unchanged, children })
-}
-
-/// The staged submission record `key` = (job, lease number, seq), if any.
-fn staged_record(txn: &WriteTransaction, key: (u64, u64, u32)) -> Result<Option<SubmissionRecord>, StoreError> {
-    let t = txn.open_table(SUBMISSIONS)?;
-    let bytes = t.get(key)?;
-    Ok(match bytes {
-        Some(b) => Some(SubmissionRecord::decode(b.value())?),
-        None => None,
-    })
 }
 
 /// Deletes what lease `attempt` of `job` wrote before its final submission: its

@@ -113,7 +113,7 @@ fn allocate_node_numbers(txn: &WriteTransaction, n: u64) -> Result<u64, StoreErr
 pub fn submit(tx: &mut Tx<'_>, s: Staged, policy: &Policy, now: i64) -> Result<SubmitOutcome, StoreError> {
     let seq = s.sub.seq;
     let key = (s.job_id, s.attempt, seq);
-    if let Some(stored) = jobs::submission_record(tx.txn, key)? {
+    if let Some(stored) = jobs::submission::<SubmissionRecord>(tx.txn, key)? {
         // A re-send (the worker did not see our reply): same bytes → same answer.
         let same = stored.result_hash == blake3::hash(&s.result_json).to_hex().as_str();
         let same_lease = jobs::load(tx.txn, s.job_id)?.is_some_and(|r| r.lease_seq == s.attempt);
@@ -148,7 +148,7 @@ pub fn submit(tx: &mut Tx<'_>, s: Staged, policy: &Policy, now: i64) -> Result<S
         return Ok(SubmitOutcome::Protocol { reason, failed });
     }
     let prev = match seq.checked_sub(1) {
-        Some(p) => jobs::submission_head(tx.txn, (s.job_id, s.attempt, p))?,
+        Some(p) => jobs::submission::<SubmissionHead>(tx.txn, (s.job_id, s.attempt, p))?,
         None => None,
     };
     let (base, bases, hash_before) = prev.map(|p| (p.text_end, Bases::after_head(&p), p.content_hash)).unwrap_or_default();

@@ -104,22 +104,13 @@ pub(crate) fn load_lease(txn: &WriteTransaction, id: u64) -> Result<Option<Lease
     })
 }
 
-/// The stored record of submission `key` = (job, lease number, seq), if any.
-pub fn submission_record(txn: &WriteTransaction, key: (u64, u64, u32)) -> Result<Option<super::records::SubmissionRecord>, StoreError> {
+/// Stored submission `key` = (job, lease number, seq), if any, decoded as `M`: the whole
+/// [`super::records::SubmissionRecord`], or its [`super::records::SubmissionHead`] only.
+pub fn submission<M: Message + Default>(txn: &WriteTransaction, key: (u64, u64, u32)) -> Result<Option<M>, StoreError> {
     let t = txn.open_table(SUBMISSIONS)?;
     let bytes = t.get(key)?;
     Ok(match bytes {
-        Some(b) => Some(super::records::SubmissionRecord::decode(b.value())?),
-        None => None,
-    })
-}
-
-/// The running totals of stored submission `key` (see [`super::records::SubmissionHead`]).
-pub fn submission_head(txn: &WriteTransaction, key: (u64, u64, u32)) -> Result<Option<super::records::SubmissionHead>, StoreError> {
-    let t = txn.open_table(SUBMISSIONS)?;
-    let bytes = t.get(key)?;
-    Ok(match bytes {
-        Some(b) => Some(super::records::SubmissionHead::decode(b.value())?),
+        Some(b) => Some(M::decode(b.value())?),
         None => None,
     })
 }
