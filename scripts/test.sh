@@ -9,4 +9,6 @@ scripts/system-deps.sh
 workers/setup-venv.sh
 cargo build --locked --all-targets
 cargo test --locked --no-fail-fast
+# The tabular worker's native xlsx scanner: its own crate and lock (a Python extension).
+cargo test --locked --no-fail-fast --manifest-path workers/xlsx/Cargo.toml
 TELHA_BIN="$root/target/debug/telha" TELHA_E2E_REQUIRED=1 workers/run-tests.sh

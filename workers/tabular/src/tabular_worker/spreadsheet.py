@@ -24,12 +24,16 @@ text read stays the truth and the typed one only refines the cells it has a valu
 Each read parses the whole sheet (calamine has no partial one): two reads per sheet, a
 third for the few sheets with numbers inside text columns. The sheet's rows are then
 handed out in slices of 100,000, as a csv's blocks are.
+
+An xlsx sheet is first offered to the native scanner (native_xlsx.py): it gives the typed
+read of a sheet whose every column holds one kind of cell (~3x faster than calamine), and
+declines the rest, which then take the reads above.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
@@ -39,6 +43,7 @@ import polars as pl
 from workers_common import InvalidInput, Unsupported
 
 from .durations import iso_duration, since_epoch
+from .native_xlsx import native_sheets
 from .tables import TableSource, positional
 
 __all__ = ["exact_number_text", "sheet_tables"]
@@ -75,7 +80,13 @@ def sheet_tables(fmt: str, path: Path, *, date1904: bool) -> Iterator[TableSourc
         names = reader.sheet_names
     except Exception as err:  # fastexcel raises its own hierarchy, and CalamineError
         raise _open_failure(fmt, err) from err
+    native = native_sheets(path, names, date1904=date1904) if fmt == "xlsx" else None
     for index, name in enumerate(names):
+        scanned = native.typed(name) if native is not None else None
+        if scanned is not None:
+            header, typed = scanned
+            yield _typed_table(name, header, typed, date1904)
+            continue
         table = _one_read(reader, index, name, date1904)
         yield table if table is not None else _two_reads(fmt, path, reader, index, name, date1904)
 
@@ -103,40 +114,75 @@ def _one_read(
     if _names_unreliable(header, [str(column.column_name_from) for column in columns]):
         return None
     typed = typed.rename({old: f"t{i}" for i, old in enumerate(typed.columns)})
+    hidden = [
+        i
+        for i, dtype in enumerate(typed.schema.values())
+        if dtype not in (pl.String, pl.Null) and typed[f"t{i}"].null_count()
+    ]
+    shown = None
+    if hidden:
+        try:
+            shown = reader.load_sheet(
+                index,
+                use_columns=[columns[i].absolute_index for i in hidden],
+                dtypes="string",
+                schema_sample_rows=None,
+            ).to_polars()
+        except Exception:
+            return None
+        if shown.shape != (typed.height, len(hidden)):
+            return None
+    return _typed_table(
+        name,
+        header,
+        typed,
+        date1904,
+        hidden=(hidden, shown) if shown is not None else None,
+        exact_mixed=lambda data, mixed: _exact_mixed(
+            reader, index, data, mixed, [column.absolute_index for column in columns]
+        ),
+    )
+
+
+def _typed_table(
+    name: str,
+    header: list[str],
+    typed: pl.DataFrame,
+    date1904: bool,
+    *,
+    hidden: tuple[list[int], pl.DataFrame] | None = None,
+    exact_mixed: Callable[[pl.DataFrame, list[int]], pl.DataFrame] | None = None,
+) -> TableSource:
+    """A sheet's table from its typed columns (t0, t1, ...): `hidden` is the text read of
+    the typed columns with nulls (a null may hide a text cell), `exact_mixed` rewrites the
+    numbers a text column's rendering rounded. The native scanner needs neither: it types
+    a column only when every cell of it is of that kind or empty, and declines the rest."""
+    if not header:
+        return TableSource(name, [], pl.LazyFrame())
     dtypes = list(typed.schema.values())
     plain = _plain_datetimes(typed, dtypes, date1904)
     data = typed.select(
         _as_text(f"t{i}", dtype, date1904, plain=i in plain).alias(positional(i))
         for i, dtype in enumerate(dtypes)
     )
-    hidden = [
-        i
-        for i, dtype in enumerate(dtypes)
-        if dtype not in (pl.String, pl.Null) and typed[f"t{i}"].null_count()
-    ]
     texts: list[int] = []
-    if hidden:
-        try:
-            shown = reader.load_sheet(
-                index, use_columns=hidden, dtypes="string", schema_sample_rows=None
-            ).to_polars()
-        except Exception:
-            return None
-        if shown.shape != (data.height, len(hidden)):
-            return None
+    if hidden is not None:
+        columns, shown = hidden
         # Columns where a text cell fills a cell the values left empty (a text cell in a
         # number column, an infinity): their text is not the values' alone.
         filled = shown.select(
             (data[positional(i)].is_null() & (pl.col(c).fill_null("") != "")).any()
-            for i, c in zip(hidden, shown.columns, strict=True)
+            for i, c in zip(columns, shown.columns, strict=True)
         ).row(0)
-        texts = [i for i, text in zip(hidden, filled, strict=True) if text]
+        texts = [i for i, text in zip(columns, filled, strict=True) if text]
         data = data.with_columns(
             pl.coalesce(pl.col(positional(i)), shown.to_series(at)).alias(positional(i))
-            for at, i in enumerate(hidden)
+            for at, i in enumerate(columns)
         )
     mixed = [i for i, dtype in enumerate(dtypes) if dtype == pl.String]
-    data = _early_dates(_exact_mixed(reader, index, data, mixed), mixed, date1904)
+    if exact_mixed is not None:
+        data = exact_mixed(data, mixed)
+    data = _early_dates(data, mixed, date1904)
     known = _known_counts(typed, dtypes, texts, date1904)
     return _table(name, header, data.with_columns(pl.all().fill_null("")), known)
 
@@ -301,7 +347,9 @@ def _sheet(
     try:
         # All cells as text: calamine renders dates as ISO and formulas as their cached
         # values; typing happens afterwards, the same way as for csv.
-        text = reader.load_sheet(index, header_row=None, dtypes="string").to_polars()
+        sheet = reader.load_sheet(index, header_row=None, dtypes="string")
+        text = sheet.to_polars()
+        absolute = [column.absolute_index for column in sheet.available_columns()]
     except Exception as err:
         raise InvalidInput(f"{fmt}: sheet {name!r} cannot be read: {err}") from err
     text = text.rename({old: positional(i) for i, old in enumerate(text.columns)})
@@ -310,7 +358,7 @@ def _sheet(
     header = [value or "" for value in text.row(0)]
     data = text.slice(1)
     if data.height:
-        data = _exact(reader, index, data, typed.result(), date1904)
+        data = _exact(reader, index, data, typed.result(), date1904, absolute)
     return _table(name, header, data.with_columns(pl.all().fill_null("")))
 
 
@@ -344,6 +392,7 @@ def _exact(
     data: pl.DataFrame,
     typed: pl.DataFrame | None,
     date1904: bool,
+    absolute: list[int],
 ) -> pl.DataFrame:
     if typed is None or typed.shape != data.shape:
         return data
@@ -372,7 +421,7 @@ def _exact(
         pl.coalesce(expr, pl.col(positional(i))).alias(positional(i))
         for i, expr in enumerate(rewritten)
     )
-    return _early_dates(_exact_mixed(reader, index, out, mixed), mixed, date1904)
+    return _early_dates(_exact_mixed(reader, index, out, mixed, absolute), mixed, date1904)
 
 
 def _early_dates(data: pl.DataFrame, columns: list[int], date1904: bool) -> pl.DataFrame:
@@ -391,9 +440,15 @@ def _early_dates(data: pl.DataFrame, columns: list[int], date1904: bool) -> pl.D
 
 
 def _exact_mixed(
-    reader: fastexcel.ExcelReader, index: int, data: pl.DataFrame, columns: list[int]
+    reader: fastexcel.ExcelReader,
+    index: int,
+    data: pl.DataFrame,
+    columns: list[int],
+    absolute: list[int],
 ) -> pl.DataFrame:
-    """Text columns' numeric cells whose rendering lost precision, rewritten exactly."""
+    """Text columns' numeric cells whose rendering lost precision, rewritten exactly.
+    `absolute`: each column's index in the sheet (fastexcel's `use_columns` counts from
+    column A, not from the first used column)."""
     suspects = [
         i for i in columns if data[positional(i)].str.contains(_NUMBER).fill_null(False).any()
     ]
@@ -401,7 +456,11 @@ def _exact_mixed(
         return data
     try:
         numbers = reader.load_sheet(
-            index, header_row=None, skip_rows=1, use_columns=suspects, dtypes="float"
+            index,
+            header_row=None,
+            skip_rows=1,
+            use_columns=[absolute[i] for i in suspects],
+            dtypes="float",
         ).to_polars()
     except Exception:
         return data

@@ -1,0 +1,262 @@
+"""The native sheet scanner (telha_xlsx) against fastexcel: every sheet it reads becomes the
+same table, cell for cell and count for count, as fastexcel's reads make it; every sheet it
+declines says why and still becomes that table (through fastexcel).
+
+The workbooks are written here by xlsxwriter, in both of its layouts (shared strings, and
+`constant_memory`'s inline strings), and cover what the scanner types itself: numbers of
+every magnitude, date-times and times through built-in and custom formats, durations,
+the epoch's first days, the 1904 date system, booleans, rich and escaped strings, formula
+results, sparse and offset ranges.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import random
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import fastexcel
+import pytest
+import telha_xlsx
+import xlsxwriter
+from workbook_corpus import durations_xlsx, exact_numbers_xlsx
+
+from tabular_worker import spreadsheet
+from tabular_worker.native_xlsx import native_sheets
+from tabular_worker.tables import TableSource
+
+from tabular_corpus import xlsx_bytes
+
+Table = tuple[list[str], dict[int, dict[str, int]], list[tuple[Any, ...]]]
+
+
+def _table(source: TableSource) -> Table:
+    rows = [row for part in source.parts() for row in part.collect().rows()]
+    return source.header, {k: dict(v) for k, v in source.known.items()}, rows
+
+
+def _both(path: Path, *, date1904: bool = False) -> list[tuple[bool, Table | None, Table]]:
+    """Per sheet: whether the scanner read it, its table through the scanner's path and
+    through fastexcel's alone."""
+    reader = fastexcel.read_excel(path)
+    names = reader.sheet_names
+    native = native_sheets(path, names, date1904=date1904)
+    assert native is not None, "the scanner found the workbook's parts"
+    out: list[tuple[bool, Table | None, Table]] = []
+    for index, name in enumerate(names):
+        scanned = native.typed(name)
+        one = spreadsheet._one_read(reader, index, name, date1904)
+        if one is None:
+            # The text read: it knows no profile counts ahead (the profile counts them
+            # itself), so only the header and the cells can be compared.
+            two = spreadsheet._two_reads("xlsx", path, reader, index, name, date1904)
+            reference = _table(two)
+        else:
+            reference = _table(one)
+        if scanned is None:
+            out.append((False, None, reference))
+            continue
+        header, typed = scanned
+        native_table = _table(spreadsheet._typed_table(name, header, typed, date1904))
+        if one is None:
+            native_table = (native_table[0], {}, native_table[2])
+        out.append((True, native_table, reference))
+    return out
+
+
+def _write(
+    path: Path,
+    fill: Callable[[xlsxwriter.Workbook], None],
+    *,
+    inline: bool = False,
+    date1904: bool = False,
+) -> Path:
+    options = {"constant_memory": inline, "date_1904": date1904}
+    book = xlsxwriter.Workbook(str(path), options)
+    book.set_properties({"created": dt.datetime(2026, 1, 1, tzinfo=dt.UTC)})
+    fill(book)
+    book.close()
+    return path
+
+
+def _typed_cells(book: xlsxwriter.Workbook) -> None:
+    rng = random.Random(16)
+    formats = {
+        "iso": book.add_format({"num_format": "yyyy-mm-dd hh:mm:ss.000"}),
+        "day": book.add_format({"num_format": "dd/mm/yyyy"}),
+        "builtin": book.add_format({"num_format": 14}),
+        "time": book.add_format({"num_format": "h:mm AM/PM"}),
+        "elapsed": book.add_format({"num_format": "[h]:mm:ss"}),
+        "money": book.add_format({"num_format": '"$"#,##0.00_);[Red]("$"#,##0.00)'}),
+        "percent": book.add_format({"num_format": "0.00%"}),
+    }
+    sheet = book.add_worksheet("typed")
+    header = ["int", "float", "tiny", "huge", "when", "day", "builtin", "time", "elapsed"]
+    header += ["money", "percent", "flag", "text", "formula", "text formula"]
+    sheet.write_row(0, 0, header)
+    for r in range(1, 400):
+        sheet.write_number(r, 0, rng.randint(-(10**15), 10**15))
+        sheet.write_number(r, 1, rng.uniform(-1e6, 1e6))
+        sheet.write_number(r, 2, rng.uniform(-1, 1) * 10.0 ** rng.randint(-300, -5))
+        sheet.write_number(r, 3, rng.uniform(-1, 1) * 10.0 ** rng.randint(15, 300))
+        serial = rng.uniform(0, 80_000)
+        sheet.write_number(r, 4, serial, formats["iso"])
+        sheet.write_number(r, 5, math.floor(serial), formats["day"])
+        sheet.write_number(r, 6, rng.uniform(0, 100), formats["builtin"])
+        sheet.write_number(r, 7, rng.random(), formats["time"])
+        sheet.write_number(r, 8, rng.uniform(0, 40), formats["elapsed"])
+        sheet.write_number(r, 9, rng.uniform(-1e4, 1e4), formats["money"])
+        sheet.write_number(r, 10, rng.random(), formats["percent"])
+        sheet.write_boolean(r, 11, rng.random() < 0.5)
+        sheet.write_string(r, 12, rng.choice(["a & b", "<tag>", '"q"', "ünï €", " pad ", "x\ny"]))
+        sheet.write_formula(r, 13, f"=A{r + 1}*2", None, rng.randint(0, 99) * 2)
+        sheet.write_formula(r, 14, f'=B{r + 1}&"!"', None, f"v{r}!")
+
+
+def _sparse(book: xlsxwriter.Workbook) -> None:
+    sheet = book.add_worksheet("sparse")
+    sheet.write_row(2, 2, ["a", "b", "empty", "d"])
+    for r in range(3, 60, 3):
+        sheet.write_number(r, 2, r / 7)
+        sheet.write_string(r + 1, 3, f"s{r}")
+        sheet.write_string(r, 5, "z")
+    sheet.write_blank(70, 2, None, book.add_format({"bold": True}))
+
+
+def _rich(book: xlsxwriter.Workbook) -> None:
+    bold = book.add_format({"bold": True})
+    sheet = book.add_worksheet("rich")
+    sheet.write_row(0, 0, ["rich", "plain"])
+    for r in range(1, 30):
+        sheet.write_rich_string(r, 0, "plain ", bold, f"bold {r}", " tail")
+        sheet.write_string(r, 1, f"row {r}")
+
+
+@pytest.mark.parametrize("inline", [False, True], ids=["shared-strings", "inline-strings"])
+@pytest.mark.parametrize("fill", [_typed_cells, _sparse, _rich], ids=lambda f: f.__name__[1:])
+def test_every_sheet_the_scanner_reads_is_the_table_fastexcel_gives(
+    tmp_path: Path, fill: Callable[[xlsxwriter.Workbook], None], inline: bool
+) -> None:
+    path = _write(tmp_path / "book.xlsx", fill, inline=inline)
+    for read, native, reference in _both(path):
+        assert read, "the scanner read the sheet (it is made of what it handles)"
+        assert native == reference
+
+
+@pytest.mark.parametrize("date1904", [False, True], ids=["1900", "1904"])
+def test_dates_and_durations_of_either_epoch_match(tmp_path: Path, date1904: bool) -> None:
+    path = _write(tmp_path / "book.xlsx", _typed_cells, date1904=date1904)
+    ((read, native, reference),) = _both(path, date1904=date1904)
+    assert read
+    assert native == reference
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "scanned"),
+    [
+        # Its columns mix numbers and text on purpose: all fastexcel's.
+        ("exact-numbers", exact_numbers_xlsx(), [False]),
+        ("durations", durations_xlsx(), [True]),
+        ("durations-1904", durations_xlsx(date1904=True), [True]),
+        # Orders mixes kinds in a column; People and the empty sheet are the scanner's.
+        ("workbook", xlsx_bytes(), [False, True, True]),
+    ],
+)
+def test_the_golden_workbooks_come_out_the_same_through_either_reader(
+    tmp_path: Path, name: str, content: bytes, scanned: list[bool]
+) -> None:
+    path = tmp_path / f"{name}.xlsx"
+    path.write_bytes(content)
+    results = _both(path, date1904=name.endswith("1904"))
+    assert [read for read, _, _ in results] == scanned
+    for read, native, reference in results:
+        if read:
+            assert native == reference
+
+
+def _declined(book: xlsxwriter.Workbook) -> None:
+    """One sheet per construct the scanner leaves to fastexcel."""
+    cases: dict[str, Callable[[Any], object]] = {
+        "error": lambda s: s.write_formula(1, 0, "=1/0", None, "#DIV/0!"),
+        "mixed": lambda s: (s.write_number(1, 0, 1), s.write_string(2, 0, "n/a")),
+        "number header": lambda s: (s.write_number(0, 1, 2024), s.write_number(1, 1, 5)),
+        "twin header": lambda s: (s.write_string(0, 1, "a"), s.write_number(1, 1, 5)),
+        "blank header": lambda s: (s.write_number(1, 1, 2), s.write_number(2, 0, 7)),
+        "escape": lambda s: s.write_string(1, 0, "_x0041_"),
+    }
+    for name, make in cases.items():
+        sheet = book.add_worksheet(name)
+        sheet.write_string(0, 0, "a")
+        make(sheet)
+
+
+def test_what_the_scanner_declines_is_read_by_fastexcel_to_the_same_table(tmp_path: Path) -> None:
+    path = _write(tmp_path / "book.xlsx", _declined)
+    results = _both(path)
+    assert [read for read, _, _ in results] == [False] * len(results)
+    via_worker = [_table(t) for t in spreadsheet.sheet_tables("xlsx", path, date1904=False)]
+    assert via_worker == [reference for _, _, reference in results]
+
+
+def test_a_decline_names_the_construct() -> None:
+    cell = b'<row r="1"><c r="A1" t="e"><v>#N/A</v></c></row>'
+    sheet = b"<worksheet><sheetData>" + cell + b"</sheetData></worksheet>"
+    with pytest.raises(telha_xlsx.Declined, match="error cell"):
+        telha_xlsx.read_sheet(sheet, None, b"", False)
+    prefixed = b"<x:worksheet><x:sheetData></x:sheetData></x:worksheet>"
+    with pytest.raises(telha_xlsx.Declined, match="namespace prefix"):
+        telha_xlsx.read_sheet(prefixed, None, b"", False)
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        ("General", 0),
+        ("0.00", 0),
+        ('"$"#,##0_);[Red]("$"#,##0)', 0),
+        ("dd/mm/yyyy", 1),
+        ("h:mm AM/PM", 1),
+        ("H:MM:SS;@", 1),
+        ("[h]:mm:ss", 2),
+        ("[mm]", 2),
+        ("[Blue]\\+[h]:mm;[Red]\\-[h]:mm", 2),
+        ("#,##0\\ [$\\u20bd-46D]", 0),
+        ("\\Y000000", 0),
+        ("#,##0*y", 255),
+    ],
+)
+def test_number_format_classes_follow_calamine(code: str, expected: int) -> None:
+    assert telha_xlsx.number_format_class(code) == expected
+
+
+def test_a_sheet_split_across_threads_reads_as_in_one(tmp_path: Path) -> None:
+    path = _write(tmp_path / "book.xlsx", _typed_cells, inline=True)
+    data = zipfile.ZipFile(path).read("xl/worksheets/sheet1.xml")
+    one = telha_xlsx.read_sheet(data, None, _styles(path), False, threads=1)
+    four = telha_xlsx.read_sheet(data, None, _styles(path), False, threads=4)
+    assert one == four
+
+
+def _styles(path: Path) -> bytes:
+    native = native_sheets(path, fastexcel.read_excel(path).sheet_names, date1904=False)
+    assert native is not None
+    return native.styles
+
+
+def test_the_frame_is_fastexcels_typed_read(tmp_path: Path) -> None:
+    path = _write(tmp_path / "book.xlsx", _typed_cells)
+    native = native_sheets(path, ["typed"], date1904=False)
+    assert native is not None
+    scanned = native.typed("typed")
+    assert scanned is not None
+    header, typed = scanned
+    sheet = fastexcel.read_excel(path).load_sheet(0, schema_sample_rows=None)
+    reference = sheet.to_polars()
+    assert header == [c.name for c in sheet.available_columns()]
+    reference = reference.rename({old: f"t{i}" for i, old in enumerate(reference.columns)})
+    assert typed.schema == reference.schema
+    assert typed.equals(reference)
