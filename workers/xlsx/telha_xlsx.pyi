@@ -1,9 +1,18 @@
-"""A native reader of one xlsx worksheet (workers/xlsx, Rust): typed columns in flat buffers."""
+"""A native reader of one xlsx worksheet (workers/xlsx, Rust): typed Arrow columns."""
 
 import os
 
+from typing import Any
+
 class Declined(Exception):
     """The scanner leaves this sheet to fastexcel; the message says which construct."""
+
+class Column:
+    """One column of the data rows as an Arrow array (Float64, Boolean, Timestamp(ms),
+    Duration(ms), Utf8View or Null), exported through the Arrow PyCapsule interface."""
+
+    def __arrow_c_array__(self, requested_schema: Any = None) -> tuple[Any, Any]: ...
+    def __len__(self) -> int: ...
 
 def read_sheet(
     sheet: bytes,
@@ -12,11 +21,9 @@ def read_sheet(
     date1904: bool,
     threads: int = 2,
     max_cells: int = 50_000_000,
-) -> tuple[list[str], bytes, bytes, int, list[str]]:
-    """(header, kinds, values, rows, strings): per column its kind (0 empty, 1 number,
-    2 string, 3 boolean, 4 date-time in ms since 1970, 5 duration in ms), the data cells as
-    native-endian f64 column after column (NaN when empty; a string as its index into
-    `strings`)."""
+) -> tuple[list[str], list[Column]]:
+    """(header, columns) of a worksheet part: the first row's strings, then each column's
+    data rows typed as fastexcel types them; `styles` is each cell style's class."""
 
 def read_package_sheet(
     path: str | os.PathLike[str],
@@ -26,9 +33,11 @@ def read_package_sheet(
     date1904: bool,
     threads: int = 2,
     max_cells: int = 50_000_000,
-    max_bytes: int = 1 << 32,
-) -> tuple[list[str], bytes, bytes, int, list[str]]:
-    """`read_sheet` of the zip package's parts `sheet` and `shared`, inflated in Rust."""
+    max_bytes: int = 256 << 20,
+    max_ratio: int = 200,
+) -> tuple[list[str], list[Column]]:
+    """`read_sheet` of the zip package's parts `sheet` and `shared`, inflated in Rust within
+    the bomb guard's limits (a part past them declines)."""
 
 def number_format_class(code: str) -> int:
     """0 other, 1 date-time, 2 duration, 255 unknown: a custom number format code."""

@@ -26,8 +26,11 @@ import xlsxwriter
 from workbook_corpus import durations_xlsx, exact_numbers_xlsx
 
 from tabular_worker import spreadsheet
-from tabular_worker.native_xlsx import native_sheets
+from tabular_worker.native_xlsx import frame, native_sheets
+from tabular_worker.options import TabularOptions
+from tabular_worker.source import open_tables
 from tabular_worker.tables import TableSource
+from workers_common import TooLarge
 
 from tabular_corpus import xlsx_bytes
 
@@ -44,8 +47,9 @@ def _both(path: Path, *, date1904: bool = False) -> list[tuple[bool, Table | Non
     through fastexcel's alone."""
     reader = fastexcel.read_excel(path)
     names = reader.sheet_names
-    native = native_sheets(path, names, date1904=date1904)
+    native = native_sheets(path, date1904=date1904)
     assert native is not None, "the scanner found the workbook's parts"
+    assert native.names == names
     out: list[tuple[bool, Table | None, Table]] = []
     for index, name in enumerate(names):
         scanned = native.typed(name)
@@ -238,18 +242,20 @@ def test_a_sheet_split_across_threads_reads_as_in_one(tmp_path: Path) -> None:
     data = zipfile.ZipFile(path).read("xl/worksheets/sheet1.xml")
     one = telha_xlsx.read_sheet(data, None, _styles(path), False, threads=1)
     four = telha_xlsx.read_sheet(data, None, _styles(path), False, threads=4)
-    assert one == four
+    assert one[0] == four[0]
+    assert frame(one[1]).equals(frame(four[1]))
+    assert frame(one[1]).height == 399
 
 
 def _styles(path: Path) -> bytes:
-    native = native_sheets(path, fastexcel.read_excel(path).sheet_names, date1904=False)
+    native = native_sheets(path, date1904=False)
     assert native is not None
     return native.styles
 
 
 def test_the_frame_is_fastexcels_typed_read(tmp_path: Path) -> None:
     path = _write(tmp_path / "book.xlsx", _typed_cells)
-    native = native_sheets(path, ["typed"], date1904=False)
+    native = native_sheets(path, date1904=False)
     assert native is not None
     scanned = native.typed("typed")
     assert scanned is not None
@@ -260,3 +266,32 @@ def test_the_frame_is_fastexcels_typed_read(tmp_path: Path) -> None:
     reference = reference.rename({old: f"t{i}" for i, old in enumerate(reference.columns)})
     assert typed.schema == reference.schema
     assert typed.equals(reference)
+
+
+def _with_sheet(book: Path, sheet: bytes) -> Path:
+    """The workbook with its first sheet's part replaced by `sheet` (every other part kept)."""
+    out = book.with_name("bomb.xlsx")
+    with zipfile.ZipFile(book) as source, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as copy:
+        for info in source.infolist():
+            name = info.filename
+            copy.writestr(name, sheet if name == "xl/worksheets/sheet1.xml" else source.read(info))
+    return out
+
+
+@pytest.mark.parametrize(
+    ("options", "reason"),
+    [({}, "max_xlsx_ratio"), ({"max_xlsx_bytes": 2 << 20, "max_xlsx_ratio": 100_000}, "past")],
+)
+def test_a_bomb_sheet_read_while_the_guard_runs_is_still_too_large(
+    tmp_path: Path, options: dict[str, int], reason: str
+) -> None:
+    """The scanner starts on the first sheet before the guard's verdict: a bomb there stops
+    it at the guard's own limits, and the job fails as the guard says (too_large)."""
+    book = _write(tmp_path / "book.xlsx", _sparse)
+    bomb = _with_sheet(book, b"<worksheet><sheetData>" + b" " * (8 << 20) + b"</sheetData>")
+    settings = TabularOptions.from_mapping(options)
+    with pytest.raises(TooLarge, match=reason):
+        list(open_tables("xlsx", bomb, settings, tmp_path))
+    native = native_sheets(bomb, date1904=False, limits=(2 << 20, 200))
+    assert native is not None
+    assert native.typed("sparse") is None, "the scanner stopped at the limits"

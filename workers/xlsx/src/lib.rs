@@ -28,7 +28,10 @@ use std::thread;
 use memchr::memmem;
 
 pub mod format;
+mod strings;
 mod text;
+
+pub use strings::Strings;
 
 pub use text::Decline;
 use text::decode_text;
@@ -75,7 +78,7 @@ pub struct Sheet {
     pub values: Vec<f64>,
     pub rows: usize,
     /// The string table the STRING cells index: the shared strings, then inline strings.
-    pub strings: Vec<String>,
+    pub strings: Strings,
 }
 
 #[derive(Clone, Copy)]
@@ -107,7 +110,7 @@ pub fn read_sheet(
 }
 
 /// [`read_sheet`] of the parts `sheet` and `shared` of the zip package at `path`, each
-/// inflated (to at most `max_bytes`) and read on its own thread.
+/// inflated (within `max_bytes` and `max_ratio`) and read on its own thread.
 #[allow(clippy::too_many_arguments)]
 pub fn read_package_sheet(
     path: &Path,
@@ -118,46 +121,59 @@ pub fn read_package_sheet(
     threads: usize,
     max_cells: usize,
     max_bytes: u64,
+    max_ratio: u64,
 ) -> Result<Sheet, Decline> {
     thread::scope(|scope| {
         let strings = shared.map(|member| {
-            scope.spawn(move || shared_strings(&inflate(path, member, max_bytes)?))
+            scope.spawn(move || shared_strings(&inflate(path, member, max_bytes, max_ratio)?))
         });
-        let scanned = inflate(path, sheet, max_bytes)
+        let scanned = inflate(path, sheet, max_bytes, max_ratio)
             .and_then(|xml| scan_sheet(&xml, styles, date1904, threads));
         let strings = joined(strings)?;
         finish(scanned?, strings, max_cells)
     })
 }
 
-/// One part of a zip package, whole.
-fn inflate(path: &Path, member: &str, max_bytes: u64) -> Result<Vec<u8>, Decline> {
+/// Below this many inflated bytes a part's compression ratio is not judged (small parts
+/// compress extremely well and are harmless), as in the tabular worker's bomb guard.
+const RATIO_FLOOR: u64 = 1 << 20;
+const READ_BLOCK: usize = 1 << 20;
+
+/// One part of a zip package, whole: at most `max_bytes`, and past [`RATIO_FLOOR`] never
+/// more than `max_ratio` times its compressed size (the scanner may run before the worker's
+/// bomb guard has finished: it must stay bounded by the same limits).
+fn inflate(path: &Path, member: &str, max_bytes: u64, max_ratio: u64) -> Result<Vec<u8>, Decline> {
     let file = File::open(path).map_err(|_| Decline("the package cannot be opened"))?;
     let mut archive =
         zip::ZipArchive::new(BufReader::new(file)).map_err(|_| Decline("not a zip package"))?;
-    let entry = archive.by_name(member).map_err(|_| Decline("a part not in the package"))?;
+    let mut entry = archive.by_name(member).map_err(|_| Decline("a part not in the package"))?;
     if entry.size() > max_bytes {
         return Err(Decline("a part larger than the scanner reads"));
     }
-    let mut out = Vec::with_capacity(entry.size() as usize);
-    entry
-        .take(max_bytes + 1)
-        .read_to_end(&mut out)
-        .map_err(|_| Decline("a part that does not inflate"))?;
-    if out.len() as u64 > max_bytes {
-        return Err(Decline("a part larger than the scanner reads"));
+    let allowed = max_bytes.min(max_ratio.saturating_mul(entry.compressed_size().max(1)).max(RATIO_FLOOR));
+    let mut out = Vec::with_capacity(entry.size().min(allowed) as usize);
+    loop {
+        let filled = out.len();
+        out.resize(filled + READ_BLOCK, 0);
+        let read = entry.read(&mut out[filled..]).map_err(|_| Decline("a part that does not inflate"))?;
+        out.truncate(filled + read);
+        if read == 0 {
+            return Ok(out);
+        }
+        if out.len() as u64 > allowed {
+            return Err(Decline("a part that inflates past the bomb guard's limits"));
+        }
     }
-    Ok(out)
 }
 
 fn joined(
-    strings: Option<thread::ScopedJoinHandle<'_, Result<Vec<String>, Decline>>>,
-) -> Result<Vec<String>, Decline> {
+    strings: Option<thread::ScopedJoinHandle<'_, Result<Strings, Decline>>>,
+) -> Result<Strings, Decline> {
     match strings {
         Some(handle) => {
             handle.join().unwrap_or(Err(Decline("the shared strings thread panicked")))
         }
-        None => Ok(Vec::new()),
+        None => Ok(Strings::default()),
     }
 }
 
@@ -188,16 +204,16 @@ fn scan_sheet(
 /// The scanned pieces laid out in columns, the first row as the header; each piece's
 /// inline strings go after the shared ones (and the pieces' before it).
 fn finish(
-    mut scanned: Vec<Scanned>,
-    mut strings: Vec<String>,
+    scanned: Vec<Scanned>,
+    mut strings: Strings,
     max_cells: usize,
 ) -> Result<Sheet, Decline> {
     let shared = strings.len() as f64;
     let mut offsets = Vec::with_capacity(scanned.len());
     let mut bounds: Option<(u32, u32, u32, u32)> = None;
-    for part in &mut scanned {
+    for part in &scanned {
         offsets.push(strings.len() as f64);
-        strings.append(&mut part.inline);
+        strings.extend(&part.inline);
         for cell in &part.cells {
             if cell.kind == kind::STRING && cell.value >= shared {
                 return Err(Decline("a shared string index past the table"));
@@ -250,7 +266,7 @@ fn finish(
     }
     let header = header
         .into_iter()
-        .map(|at| match at.map(|i| strings[i].as_str()) {
+        .map(|at| match at.and_then(|i| strings.get(i)) {
             Some(name) if !name.is_empty() => Ok(name.to_owned()),
             _ => Err(Decline("a blank header cell")),
         })
@@ -307,11 +323,12 @@ fn split_rows(body: &[u8], parts: usize) -> Vec<&[u8]> {
 #[derive(Default)]
 struct Scanned {
     cells: Vec<Cell>,
-    inline: Vec<String>,
+    inline: Strings,
 }
 
 fn scan_rows(body: &[u8], styles: &[u8], date1904: bool) -> Result<Scanned, Decline> {
-    let mut out = Scanned { cells: Vec::with_capacity(body.len() / 40), inline: Vec::new() };
+    let mut out =
+        Scanned { cells: Vec::with_capacity(body.len() / 40), inline: Strings::default() };
     let mut at = 0;
     while let Some((name, after)) = text::next_tag(body, at)? {
         at = match name {
@@ -340,7 +357,7 @@ fn cell(
     };
     let (row, col) = text::reference(place)?;
     let mut value: Option<&[u8]> = None;
-    let mut inline: Option<String> = None;
+    let mut inline: Option<usize> = None;
     let mut at = tag.next;
     loop {
         let Some((name, child)) = text::next_tag(body, at)? else {
@@ -365,9 +382,8 @@ fn cell(
                 return Err(Decline("an empty inline string element"));
             }
             b"is" => {
-                let (string, next) = text::rich_text(body, at, b"/is")?;
-                inline = Some(string);
-                at = next;
+                at = text::rich_text(body, at, b"/is", out.inline.open())?;
+                inline = Some(out.inline.close());
             }
             b"/c" => break,
             _ => return Err(Decline("an element other than v, f and is in a cell")),
@@ -391,9 +407,12 @@ fn cell(
         },
         Some(b"str") => match value {
             None => None,
-            Some(string) => Some(push_inline(out, decode_text(string)?)),
+            Some(string) => {
+                decode_text(string, out.inline.open())?;
+                Some((kind::INLINE, out.inline.close() as f64))
+            }
         },
-        Some(b"inlineStr") => inline.take().map(|string| push_inline(out, string)),
+        Some(b"inlineStr") => inline.map(|at| (kind::INLINE, at as f64)),
         Some(b"e") => return Err(Decline("an error cell")),
         Some(b"d") => return Err(Decline("an ISO 8601 date cell")),
         Some(_) => return Err(Decline("an unknown cell type")),
@@ -402,11 +421,6 @@ fn cell(
         out.cells.push(Cell { row, col, kind, value });
     }
     Ok(at)
-}
-
-fn push_inline(out: &mut Scanned, string: String) -> (u8, f64) {
-    out.inline.push(string);
-    (kind::INLINE, (out.inline.len() - 1) as f64)
 }
 
 fn number_cell(
@@ -451,8 +465,8 @@ fn number_cell(
 }
 
 /// The `<si>` entries of a shared-strings part, in order.
-fn shared_strings(xml: &[u8]) -> Result<Vec<String>, Decline> {
-    let mut strings = Vec::new();
+fn shared_strings(xml: &[u8]) -> Result<Strings, Decline> {
+    let mut strings = Strings::default();
     let mut at = 0;
     while let Some(found) = memmem::find(&xml[at..], b"<si") {
         let open = at + found;
@@ -465,9 +479,8 @@ fn shared_strings(xml: &[u8]) -> Result<Vec<String>, Decline> {
         if end.self_closing {
             return Err(Decline("an empty shared string element"));
         }
-        let (string, next) = text::rich_text(xml, end.next, b"/si")?;
-        strings.push(string);
-        at = next;
+        at = text::rich_text(xml, end.next, b"/si", strings.open())?;
+        strings.close();
     }
     Ok(strings)
 }

@@ -1,9 +1,18 @@
-//! The module `telha_xlsx`: `read_sheet`, `number_format_class`, `builtin_format_class`.
+//! The module `telha_xlsx`: `read_sheet`, `read_package_sheet`, `number_format_class`,
+//! `builtin_format_class`, and the `Column`s they return (Arrow arrays polars imports
+//! through `__arrow_c_array__`).
 
+use std::sync::Arc;
+
+use arrow_array::builder::StringViewBuilder;
+use arrow_array::types::{DurationMillisecondType, Float64Type, TimestampMillisecondType};
+use arrow_array::{ArrayRef, BooleanArray, NullArray, PrimitiveArray};
 use pyo3::create_exception;
-use pyo3::exceptions::PyException;
+use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::PyCapsule;
+
+use crate::{Decline, Sheet, kind};
 
 create_exception!(
     telha_xlsx,
@@ -12,44 +21,104 @@ create_exception!(
     "The scanner leaves this sheet to fastexcel; the message says which construct."
 );
 
-type SheetTuple<'py> = (Vec<String>, Bound<'py, PyBytes>, Bound<'py, PyBytes>, usize, Vec<String>);
+/// One column of a sheet's data rows as an Arrow array: Float64, Boolean, Timestamp(ms),
+/// Duration(ms), Utf8View or Null, by the column's kind.
+#[pyclass(frozen, module = "telha_xlsx")]
+struct Column {
+    array: ArrayRef,
+}
 
-/// `(header, kinds, values, rows, strings)` of one worksheet part, or `Declined`.
-/// `values` holds native-endian f64, column after column (`rows` each).
+#[pymethods]
+impl Column {
+    /// The Arrow PyCapsule interface: (schema, array) capsules of this column.
+    #[pyo3(signature = (requested_schema = None))]
+    fn __arrow_c_array__<'py>(
+        &self,
+        py: Python<'py>,
+        requested_schema: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<(Bound<'py, PyCapsule>, Bound<'py, PyCapsule>)> {
+        let _ = requested_schema; // the column has one type; a consumer casts if it must
+        let (array, schema) = arrow_array::ffi::to_ffi(&self.array.to_data())
+            .map_err(|err| PyValueError::new_err(err.to_string()))?;
+        let schema = PyCapsule::new_with_value(py, schema, c"arrow_schema")?;
+        let array = PyCapsule::new_with_value(py, array, c"arrow_array")?;
+        Ok((schema, array))
+    }
+
+    fn __len__(&self) -> usize {
+        self.array.len()
+    }
+}
+
+/// The data rows of column `at`, typed by its kind.
+fn column(sheet: &Sheet, at: usize) -> ArrayRef {
+    let rows = sheet.rows;
+    let cells = &sheet.values[at * rows..(at + 1) * rows];
+    let present = |value: &f64| !value.is_nan();
+    match sheet.kinds[at] {
+        kind::NUMBER => Arc::new(PrimitiveArray::<Float64Type>::from_iter(
+            cells.iter().map(|v| present(v).then_some(*v)),
+        )),
+        kind::BOOL => {
+            Arc::new(BooleanArray::from_iter(cells.iter().map(|v| present(v).then_some(*v != 0.0))))
+        }
+        kind::DATETIME => Arc::new(PrimitiveArray::<TimestampMillisecondType>::from_iter(
+            cells.iter().map(|v| present(v).then_some(*v as i64)),
+        )),
+        kind::DURATION => Arc::new(PrimitiveArray::<DurationMillisecondType>::from_iter(
+            cells.iter().map(|v| present(v).then_some(*v as i64)),
+        )),
+        kind::STRING => {
+            let mut builder = StringViewBuilder::with_capacity(rows);
+            for value in cells {
+                match present(value).then(|| sheet.strings.get(*value as usize)).flatten() {
+                    Some(text) => builder.append_value(text),
+                    None => builder.append_null(),
+                }
+            }
+            Arc::new(builder.finish())
+        }
+        _ => Arc::new(NullArray::new(rows)),
+    }
+}
+
+type Columns = (Vec<String>, Vec<Column>);
+
+/// The sheet's header and its columns, built without the GIL.
+fn columns(sheet: Sheet) -> (Vec<String>, Vec<ArrayRef>) {
+    let arrays = (0..sheet.kinds.len()).map(|at| column(&sheet, at)).collect();
+    (sheet.header, arrays)
+}
+
+fn into_python(read: Result<(Vec<String>, Vec<ArrayRef>), Decline>) -> PyResult<Columns> {
+    let (header, arrays) = read.map_err(|decline| Declined::new_err(decline.0))?;
+    Ok((header, arrays.into_iter().map(|array| Column { array }).collect()))
+}
+
+/// `(header, columns)` of one worksheet part, or `Declined`.
 #[pyfunction]
 #[pyo3(signature = (sheet, shared, styles, date1904, threads = 2, max_cells = 50_000_000))]
-fn read_sheet<'py>(
-    py: Python<'py>,
+fn read_sheet(
+    py: Python<'_>,
     sheet: &[u8],
     shared: Option<&[u8]>,
     styles: &[u8],
     date1904: bool,
     threads: usize,
     max_cells: usize,
-) -> PyResult<SheetTuple<'py>> {
-    let read = py.detach(|| crate::read_sheet(sheet, shared, styles, date1904, threads, max_cells));
-    as_tuple(py, read)
-}
-
-fn as_tuple<'py>(py: Python<'py>, read: Result<crate::Sheet, crate::Decline>) -> PyResult<SheetTuple<'py>> {
-    let sheet = read.map_err(|decline| Declined::new_err(decline.0))?;
-    let kinds = PyBytes::new(py, &sheet.kinds);
-    let values = PyBytes::new_with(py, sheet.values.len() * 8, |buf| {
-        for (slot, value) in buf.chunks_exact_mut(8).zip(&sheet.values) {
-            slot.copy_from_slice(&value.to_ne_bytes());
-        }
-        Ok(())
-    })?;
-    Ok((sheet.header, kinds, values, sheet.rows, sheet.strings))
+) -> PyResult<Columns> {
+    into_python(py.detach(|| {
+        crate::read_sheet(sheet, shared, styles, date1904, threads, max_cells).map(columns)
+    }))
 }
 
 /// `read_sheet` of the parts `sheet` and `shared` of the package at `path` (inflated in
-/// Rust, each on its own thread, to at most `max_bytes`).
+/// Rust, each on its own thread, within `max_bytes` and `max_ratio` like the bomb guard).
 #[pyfunction]
-#[pyo3(signature = (path, sheet, shared, styles, date1904, threads = 2, max_cells = 50_000_000, max_bytes = 1 << 32))]
+#[pyo3(signature = (path, sheet, shared, styles, date1904, threads = 2, max_cells = 50_000_000, max_bytes = 256 << 20, max_ratio = 200))]
 #[allow(clippy::too_many_arguments)]
-fn read_package_sheet<'py>(
-    py: Python<'py>,
+fn read_package_sheet(
+    py: Python<'_>,
     path: std::path::PathBuf,
     sheet: &str,
     shared: Option<&str>,
@@ -58,11 +127,14 @@ fn read_package_sheet<'py>(
     threads: usize,
     max_cells: usize,
     max_bytes: u64,
-) -> PyResult<SheetTuple<'py>> {
-    let read = py.detach(|| {
-        crate::read_package_sheet(&path, sheet, shared, styles, date1904, threads, max_cells, max_bytes)
-    });
-    as_tuple(py, read)
+    max_ratio: u64,
+) -> PyResult<Columns> {
+    into_python(py.detach(|| {
+        crate::read_package_sheet(
+            &path, sheet, shared, styles, date1904, threads, max_cells, max_bytes, max_ratio,
+        )
+        .map(columns)
+    }))
 }
 
 /// The class of a custom number format code (0 other, 1 date-time, 2 duration, 255 unknown).
@@ -83,6 +155,7 @@ fn telha_xlsx(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(read_package_sheet, module)?)?;
     module.add_function(wrap_pyfunction!(number_format_class, module)?)?;
     module.add_function(wrap_pyfunction!(builtin_format_class, module)?)?;
+    module.add_class::<Column>()?;
     module.add("Declined", module.py().get_type::<Declined>())?;
     Ok(())
 }

@@ -151,8 +151,12 @@ pub(crate) fn content<'a>(
 /// The text of a string item (`<si>` or `<is>`) from just past its start tag to its end tag
 /// `</name>` (given as `/name`): every `<t>` of it in order, `<rPh>` (phonetic runs) left
 /// out, run properties skipped; where the scan goes on.
-pub(crate) fn rich_text(data: &[u8], mut at: usize, end: &[u8]) -> Result<(String, usize), Decline> {
-    let mut out = String::new();
+pub(crate) fn rich_text(
+    data: &[u8],
+    mut at: usize,
+    end: &[u8],
+    out: &mut String,
+) -> Result<usize, Decline> {
     let mut texts = 0;
     loop {
         let Some((name, after)) = next_tag(data, at)? else {
@@ -167,7 +171,7 @@ pub(crate) fn rich_text(data: &[u8], mut at: usize, end: &[u8]) -> Result<(Strin
             if texts == 0 {
                 return Err(Decline("a string item without a text element"));
             }
-            return Ok((out, at));
+            return Ok(at);
         }
         match name {
             b"t" => {
@@ -180,7 +184,7 @@ pub(crate) fn rich_text(data: &[u8], mut at: usize, end: &[u8]) -> Result<(Strin
                 if !data[at + lt..].starts_with(b"</t>") {
                     return Err(Decline("markup inside a text element"));
                 }
-                out.push_str(&decode_text(&data[at..at + lt])?);
+                decode_text(&data[at..at + lt], out)?;
                 texts += 1;
                 at += lt + b"</t>".len();
             }
@@ -198,45 +202,36 @@ pub(crate) fn rich_text(data: &[u8], mut at: usize, end: &[u8]) -> Result<(Strin
 
 /// Element text with its entities decoded (the five XML ones and character references).
 /// A carriage return (which XML parsers normalize) or an OOXML `_xHHHH_` escape declines.
-pub(crate) fn decode_text(raw: &[u8]) -> Result<String, Decline> {
+pub(crate) fn decode_text(raw: &[u8], out: &mut String) -> Result<(), Decline> {
     if memchr(b'\r', raw).is_some() {
         return Err(Decline("a carriage return in text"));
     }
     if has_ooxml_escape(raw) {
         return Err(Decline("an _xHHHH_ escape in text"));
     }
-    let Some(first) = memchr(b'&', raw) else {
-        return std::str::from_utf8(raw)
-            .map(str::to_owned)
-            .map_err(|_| Decline("text that is not UTF-8"));
-    };
-    let mut out = Vec::with_capacity(raw.len());
-    out.extend_from_slice(&raw[..first]);
-    let mut at = first;
+    let mut at = 0;
     while at < raw.len() {
-        if raw[at] != b'&' {
-            let next = memchr(b'&', &raw[at..]).map_or(raw.len(), |n| at + n);
-            out.extend_from_slice(&raw[at..next]);
-            at = next;
-            continue;
+        let next = memchr(b'&', &raw[at..]).map_or(raw.len(), |n| at + n);
+        let run = std::str::from_utf8(&raw[at..next]).map_err(|_| Decline("text that is not UTF-8"))?;
+        out.push_str(run);
+        if next == raw.len() {
+            break;
         }
-        let Some(semi) = memchr(b';', &raw[at..]) else {
+        let Some(semi) = memchr(b';', &raw[next..]) else {
             return Err(Decline("an entity not closed"));
         };
-        let entity = &raw[at + 1..at + semi];
-        let decoded: char = match entity {
+        let entity = &raw[next + 1..next + semi];
+        out.push(match entity {
             b"lt" => '<',
             b"gt" => '>',
             b"amp" => '&',
             b"quot" => '"',
             b"apos" => '\'',
             _ => character_reference(entity)?,
-        };
-        let mut buf = [0u8; 4];
-        out.extend_from_slice(decoded.encode_utf8(&mut buf).as_bytes());
-        at += semi + 1;
+        });
+        at = next + semi + 1;
     }
-    String::from_utf8(out).map_err(|_| Decline("text that is not UTF-8"))
+    Ok(())
 }
 
 fn character_reference(entity: &[u8]) -> Result<char, Decline> {

@@ -2,9 +2,9 @@
 
 calamine's cell reader is most of an xlsx job's time (1.2-1.6 s for 200,000 x 10 cells,
 while the csv of the same rows projects in less). The scanner reads the SpreadsheetML
-writers emit with memchr on two threads and hands back each column's cells typed the way
-fastexcel types them, in flat f64 buffers that become polars Series without a Python
-object per cell. It declines (`telha_xlsx.Declined`, with the construct's name) anything
+writers emit with memchr on two threads and hands back each column typed the way fastexcel
+types it, as an Arrow array that polars takes through the Arrow PyCapsule interface: no
+Python object per cell. It declines (`telha_xlsx.Declined`, with the construct's name) anything
 it does not handle exactly: an error cell, a column mixing kinds, a header cell that is
 not a distinct non-empty string, a namespace prefix, an entity other than the XML five, a
 number format whose class is in doubt, ... The sheet is then read through fastexcel as
@@ -27,11 +27,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from xml.etree import ElementTree
 
-import numpy as np
 import polars as pl
 import telha_xlsx
 
-__all__ = ["NativeSheets", "native_sheets"]
+__all__ = ["NativeSheets", "frame", "native_sheets"]
 
 log = logging.getLogger(__name__)
 
@@ -46,8 +45,6 @@ _MAX_META_BYTES = 64 << 20
 """The most a workbook, relationships or styles part may inflate to for this reader."""
 _THREADS = 2
 
-_EMPTY, _NUMBER, _STRING, _BOOL, _DATETIME, _DURATION = range(6)
-
 
 @dataclass(frozen=True, slots=True)
 class NativeSheets:
@@ -60,6 +57,13 @@ class NativeSheets:
     styles: bytes
     """Per cell style (the `s` attribute), its class."""
     date1904: bool
+    limits: tuple[int, int]
+    """The bomb guard's max bytes and max ratio, which bound what the scanner inflates."""
+
+    @property
+    def names(self) -> list[str]:
+        """The sheets in workbook order."""
+        return list(self.members)
 
     def typed(self, name: str) -> tuple[list[str], pl.DataFrame] | None:
         """The sheet's header and its data rows typed as fastexcel's
@@ -69,24 +73,34 @@ class NativeSheets:
         if member is None:
             return None
         try:
-            header, kinds, values, rows, strings = telha_xlsx.read_package_sheet(
-                self.path, member, self.shared, self.styles, self.date1904, _THREADS
+            max_bytes, max_ratio = self.limits
+            header, columns = telha_xlsx.read_package_sheet(
+                self.path,
+                member,
+                self.shared,
+                self.styles,
+                self.date1904,
+                _THREADS,
+                max_bytes=max_bytes,
+                max_ratio=max_ratio,
             )
         except telha_xlsx.Declined as why:
             log.debug("sheet %r read by fastexcel: the scanner declined %s", name, why)
             return None
-        return header, _frame(kinds, values, rows, strings)
+        return header, frame(columns)
 
 
-def native_sheets(path: Path, names: list[str], *, date1904: bool) -> NativeSheets | None:
-    """The scanner's view of the workbook at `path` (an xlsx package in the usual layout)
-    whose sheets fastexcel lists as `names`; None when its parts are not where calamine
-    would look or do not list the same sheets."""
+def native_sheets(
+    path: Path, *, date1904: bool, limits: tuple[int, int] = (256 << 20, 200)
+) -> NativeSheets | None:
+    """The scanner's view of the workbook at `path` (an xlsx package in the usual layout);
+    None when its parts are not where calamine would look. Its sheet list is the workbook
+    part's: the caller checks it against fastexcel's."""
     try:
         with zipfile.ZipFile(path) as archive:
             parts = set(archive.namelist())
             members = _sheet_members(archive, parts)
-            if members is None or list(members) != names:
+            if members is None:
                 return None
             styles = _style_classes(archive, parts)
             shared = _SHARED if _SHARED in parts else None
@@ -94,7 +108,7 @@ def native_sheets(path: Path, names: list[str], *, date1904: bool) -> NativeShee
         return None
     if styles is None or (shared is None and _other_spelling(parts, _SHARED)):
         return None
-    return NativeSheets(path, members, shared, styles, date1904)
+    return NativeSheets(path, members, shared, styles, date1904, limits)
 
 
 def _read(archive: zipfile.ZipFile, member: str) -> bytes:
@@ -155,25 +169,7 @@ def _style_classes(archive: zipfile.ZipFile, parts: set[str]) -> bytes | None:
     return bytes(classes)
 
 
-def _frame(kinds: bytes, values: bytes, rows: int, strings: list[str]) -> pl.DataFrame:
-    cells = np.frombuffer(values, dtype=np.float64)
-    table: pl.Series | None = None
-    columns: list[pl.Series] = []
-    for i, kind in enumerate(kinds):
-        name = f"t{i}"
-        raw = pl.Series(name, cells[i * rows : (i + 1) * rows]).fill_nan(None)
-        if kind == _EMPTY:
-            columns.append(pl.Series(name, [None] * rows, dtype=pl.Null))
-        elif kind == _NUMBER:
-            columns.append(raw)
-        elif kind == _BOOL:
-            columns.append(raw.cast(pl.Boolean))
-        elif kind == _DATETIME:
-            columns.append(raw.cast(pl.Int64).cast(pl.Datetime("ms")))
-        elif kind == _DURATION:
-            columns.append(raw.cast(pl.Int64).cast(pl.Duration("ms")))
-        else:
-            if table is None:
-                table = pl.Series("strings", strings, dtype=pl.String)
-            columns.append(table.gather(raw.cast(pl.UInt32)).alias(name))
-    return pl.DataFrame(columns)
+def frame(columns: list[telha_xlsx.Column]) -> pl.DataFrame:
+    """The scanner's columns (Arrow arrays, taken without a copy) as columns t0, t1, ...;
+    polars reads a Utf8View array as String and Timestamp/Duration(ms) as their ms types."""
+    return pl.DataFrame([pl.Series(column).alias(f"t{i}") for i, column in enumerate(columns)])

@@ -141,9 +141,20 @@ def _workbook_tables(
     fmt: str, path: Path, options: TabularOptions, workdir: Path
 ) -> Iterator[TableSource]:
     workbook = prepare_workbook(
-        fmt, path, workdir, max_bytes=options.max_xlsx_bytes, max_ratio=options.max_xlsx_ratio
+        fmt,
+        path,
+        workdir,
+        max_bytes=options.max_xlsx_bytes,
+        max_ratio=options.max_xlsx_ratio,
+        overlap=True,
     )
-    yield from sheet_tables(workbook.kind, workbook.path, date1904=workbook.date1904)
+    yield from sheet_tables(
+        workbook.kind,
+        workbook.path,
+        date1904=workbook.date1904,
+        checked=workbook.wait,
+        limits=(options.max_xlsx_bytes, options.max_xlsx_ratio),
+    )
 
 
 def _parquet_table(path: Path) -> TableSource:

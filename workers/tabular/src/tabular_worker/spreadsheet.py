@@ -73,16 +73,33 @@ def exact_number_text(value: pl.Expr) -> pl.Expr:
     )
 
 
-def sheet_tables(fmt: str, path: Path, *, date1904: bool) -> Iterator[TableSource]:
-    """The workbook's sheets as TableSources (typed failures for what cannot be read)."""
+def sheet_tables(
+    fmt: str,
+    path: Path,
+    *,
+    date1904: bool,
+    checked: Callable[[], None] = lambda: None,
+    limits: tuple[int, int] = (256 << 20, 200),
+) -> Iterator[TableSource]:
+    """The workbook's sheets as TableSources (typed failures for what cannot be read).
+
+    `checked` returns once the bomb guard passed the package (raising what it found): the
+    native scanner reads the first sheet meanwhile, within `limits` (max bytes, max
+    ratio), and nothing else reads the package before it."""
+    native = native_sheets(path, date1904=date1904, limits=limits) if fmt == "xlsx" else None
+    first = native.typed(native.names[0]) if native is not None and native.names else None
+    checked()
     try:
         reader = fastexcel.read_excel(path)
         names = reader.sheet_names
     except Exception as err:  # fastexcel raises its own hierarchy, and CalamineError
         raise _open_failure(fmt, err) from err
-    native = native_sheets(path, names, date1904=date1904) if fmt == "xlsx" else None
+    if native is not None and native.names != names:
+        native, first = None, None  # the two see other sheets: fastexcel's are the truth
     for index, name in enumerate(names):
-        scanned = native.typed(name) if native is not None else None
+        scanned = first if index == 0 else None
+        if index and native is not None:
+            scanned = native.typed(name)
         if scanned is not None:
             header, typed = scanned
             yield _typed_table(name, header, typed, date1904)

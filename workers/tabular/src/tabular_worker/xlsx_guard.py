@@ -15,6 +15,11 @@ member inflating more than `max_ratio` times its compressed size, the job fails 
 `too_large` with the member's name. A stream that ends short of or beyond its stated size
 (a lying header) is `invalid_input`. Memory stays at one read buffer. A legacy .xls is
 not compressed: its size is the file's, bounded by `max_bytes` too.
+
+For an xlsx package already in the usual layout (`overlap=True`), the guard runs on its
+own thread while the native scanner reads the first sheet (it releases the GIL, and
+bounds what it inflates by the same two limits): `Workbook.wait()` gives the guard's
+verdict, and nothing else reads the package (calamine included) before it.
 """
 
 from __future__ import annotations
@@ -22,15 +27,17 @@ from __future__ import annotations
 import zipfile
 import zlib
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 import olefile
 
 from workers_common import InvalidInput, TooLarge, Unsupported
 
-from .opc import canonical_copy, locate_workbook, uses_1904_dates
+from .opc import WorkbookPart, canonical_copy, locate_workbook, uses_1904_dates
 
 __all__ = ["OLE_MAGIC", "Workbook", "check_xlsx", "prepare_workbook"]
 
@@ -52,12 +59,27 @@ class Workbook:
     kind: str
     date1904: bool
     """The workbook counts dates from 1904 (xlsx `workbookPr date1904`)."""
+    checked: Future[None] | None = None
+    """The bomb guard, still running (`prepare_workbook(overlap=True)`)."""
+
+    def wait(self) -> None:
+        """Returns once the guard passed the package; raises what it found."""
+        if self.checked is not None:
+            self.checked.result()
 
 
 def prepare_workbook(
-    fmt: str, path: Path, workdir: Path, *, max_bytes: int, max_ratio: int
+    fmt: str,
+    path: Path,
+    workdir: Path,
+    *,
+    max_bytes: int,
+    max_ratio: int,
+    overlap: bool = False,
 ) -> Workbook:
-    """Checks `path` (a job of format `fmt`) and returns what calamine should open."""
+    """Checks `path` (a job of format `fmt`) and returns what calamine should open; with
+    `overlap`, an xlsx package in the usual layout comes back with its guard still
+    running (call `wait()` before anything but the native scanner reads it)."""
     with path.open("rb") as handle:
         magic = handle.read(8)
     if magic == OLE_MAGIC:
@@ -66,13 +88,39 @@ def prepare_workbook(
         what = f"a {fmt} workbook (xlsx, xlsb and ods are zip, xls OLE2)"
         raise InvalidInput(f"content is not a zip archive or an OLE2 file: not {what}")
     with _open_zip(path, fmt) as archive, _zip_features(fmt):
-        _check_members(archive, max_bytes, max_ratio)
-        return _zipped(fmt, archive, path, workdir)
+        usual = _usual_xlsx(archive) if overlap else None
+        if usual is None:
+            _check_members(archive, max_bytes, max_ratio)
+            return _zipped(fmt, archive, path, workdir)
+        date1904 = uses_1904_dates(archive, usual)
+    checked = _guard_thread().submit(_check, path, fmt, max_bytes, max_ratio)
+    return Workbook(_link(path, workdir, "xlsx"), "xlsx", date1904, checked)
+
+
+@cache
+def _guard_thread() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="xlsx-guard")
+
+
+def _usual_xlsx(archive: zipfile.ZipFile) -> WorkbookPart | None:
+    """The workbook part of an xlsx package calamine opens as it stands (at
+    `xl/workbook.xml`, no backslashes, not an ods); None for any other package."""
+    names = set(archive.namelist())
+    if "content.xml" in names and "mimetype" in names:
+        return None
+    workbook = locate_workbook(archive)
+    if workbook is None or not workbook.canonical or workbook.path.endswith(".bin"):
+        return None
+    return workbook
 
 
 def check_xlsx(path: Path, *, max_bytes: int, max_ratio: int) -> None:
     """The bomb guard alone (raises too_large / invalid_input; returns when fine)."""
-    with _open_zip(path, "xlsx") as archive, _zip_features("xlsx"):
+    _check(path, "xlsx", max_bytes, max_ratio)
+
+
+def _check(path: Path, fmt: str, max_bytes: int, max_ratio: int) -> None:
+    with _open_zip(path, fmt) as archive, _zip_features(fmt):
         _check_members(archive, max_bytes, max_ratio)
 
 
