@@ -5,8 +5,9 @@
 
 With --xlsx, each N is run twice in the same run: as an xlsx workbook (the same ten
 columns, typed cells: numbers, a date-formatted date, booleans, text) beside fastexcel's
-bare read of it (`read_excel(...).load_sheet(0).to_polars()`, in a fresh interpreter),
-then as the csv, so the two paths' rows/s are measured on the same machine state.
+bare read of it (`read_excel(...).load_sheet(0).to_polars()`, in a fresh interpreter) and
+the worker's native scanner's read of the same sheet, then as the csv, so the two paths'
+rows/s are measured on the same machine state.
 
 For each N (default 1,000,000) it writes the csv (ints, floats, strings, a day-first date
 column, booleans), then times, in the same run:
@@ -166,6 +167,12 @@ _BARE = {
     "csv": "import polars as pl\nread = lambda path: pl.read_csv(path)\n",
     "xlsx": "import fastexcel\n"
     "read = lambda path: fastexcel.read_excel(path).load_sheet(0).to_polars()\n",
+    # The worker's own reader of the same sheet: the native scanner's typed columns.
+    "xlsx-native": "from pathlib import Path\n"
+    "from tabular_worker.native_xlsx import native_sheets\n"
+    "def read(path):\n"
+    "    native = native_sheets(Path(path), date1904=False)\n"
+    "    assert native is not None and native.typed(native.names[0]) is not None\n",
 }
 
 
@@ -220,6 +227,7 @@ def one(rows: int, chunk_rows: int, memory_mb: int, keep: Path | None, kind: str
             return
         bare = bare_read(csv, kind)
         reader = "fastexcel load_sheet" if kind == "xlsx" else "polars read_csv"
+        native = bare_read(csv, "xlsx-native") if kind == "xlsx" else None
         print(
             f"  telha run, end to end to a visible graph: {elapsed:.1f} s  "
             f"({rows / elapsed:,.0f} rows/s, {job['node_count']:,} nodes)"
@@ -228,6 +236,8 @@ def one(rows: int, chunk_rows: int, memory_mb: int, keep: Path | None, kind: str
             f"  {reader} of the same file:     {bare:.2f} s  "
             f"(end to end is {elapsed / bare:.0f}x that)"
         )
+        if native is not None:
+            print(f"  the worker's native scanner, same sheet: {native:.2f} s (typed columns)")
         print(
             f"  peak RSS: core {sampler.core_peak / 1024:.0f} MB, "
             f"worker {sampler.worker_peak / 1024:.0f} MB "

@@ -11,6 +11,7 @@ results, sparse and offset ranges.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import math
 import random
@@ -23,6 +24,8 @@ import fastexcel
 import pytest
 import telha_xlsx
 import xlsxwriter
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from workbook_corpus import durations_xlsx, exact_numbers_xlsx
 
 from tabular_worker import spreadsheet
@@ -295,3 +298,108 @@ def test_a_bomb_sheet_read_while_the_guard_runs_is_still_too_large(
     native = native_sheets(bomb, date1904=False, limits=(2 << 20, 200))
     assert native is not None
     assert native.typed("sparse") is None, "the scanner stopped at the limits"
+
+
+_EXCEL_SHEET = b"""<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+<worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"
+ xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"
+ xmlns:x14ac="http://schemas.microsoft.com/office/spreadsheetml/2009/9/ac">
+<dimension ref="A1:E7"/><sheetViews><sheetView workbookViewId="0"/></sheetViews>
+<sheetFormatPr defaultRowHeight="15" x14ac:dyDescent="0.25"/>
+<sheetData>
+<row r="1" spans="1:5" x14ac:dyDescent="0.25">
+ <c r="A1" t="s"><v>0</v></c><c r="B1" t="s"><v>1</v></c><c r="C1" t="s"><v>2</v></c>
+ <c r="D1" t="s"><v>3</v></c><c r="E1" t="s"><v>4</v></c></row>
+<row r="2" spans="1:5" ht="20" customHeight="1" x14ac:dyDescent="0.25">
+ <c r="A2" s="1" t="s"><v>5</v></c><c r="B2" s="2"><v>45292.75</v></c>
+ <c r="C2"><f>B2*2</f><v>90585.5</v></c><c r="D2" t="str"><f>"a"&amp;"b"</f><v>ab</v></c>
+ <c r="E2" s="3"><v>1.5</v></c></row>
+<row r="3" spans="1:5" x14ac:dyDescent="0.25">
+ <c r="A3" t="s"><v>6</v></c><c r="B3" s="2"><v>45293</v></c>
+ <c r="C3"><f t="shared" ref="C3:C5" si="0">B3*2</f><v>90586</v></c>
+ <c r="D3" t="str"><f t="shared" ref="D3:D4" si="1">"x"</f><v>x</v></c><c r="E3" s="4"/></row>
+<row r="4" spans="1:5" x14ac:dyDescent="0.25">
+ <c r="A4" t="s"><v>7</v></c><c r="B4" s="2"><v>59.5</v></c>
+ <c r="C4"><f t="shared" si="0"/><v>119</v></c><c r="D4" t="str"><f t="shared" si="1"/><v></v></c>
+ <c r="E4" s="3"><v>0.1</v></c></row>
+<row r="5" ht="30" customHeight="1"/>
+<row r="7" spans="1:5"><c r="A7" t="s"><v>0</v></c><c r="C7"><v>-2.5E+20</v></c>
+ <c r="E7" s="3"><v>1E-3</v></c></row>
+</sheetData>
+<pageMargins left="0.7" right="0.7" top="0.75" bottom="0.75" header="0.3" footer="0.3"/>
+<extLst><ext uri="{x}"><x14ac:thing/></ext></extLst>
+</worksheet>"""
+
+_EXCEL_STRINGS = """<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+<sst xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main" count="9" uniqueCount="8">
+<si><t>name</t></si><si><t>when</t></si><si><t>twice</t></si><si><t>formula</t></si>
+<si><t xml:space="preserve"> hours </t></si>
+<si><r><rPr><b/><sz val="11"/></rPr><t>Bold</t></r>
+<r><t xml:space="preserve"> and &amp; plain</t></r></si>
+<si><t>漢字</t><rPh sb="0" eb="2"><t>カンジ</t></rPh><phoneticPr fontId="1"/></si>
+<si><t>line&#10;break &lt;x&gt; &quot;q&quot; &apos;a&apos;</t></si>
+</sst>""".encode()
+
+_EXCEL_STYLES = b"""<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+<styleSheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main">
+<numFmts count="2"><numFmt numFmtId="164" formatCode="yyyy\\-mm\\-dd\\ hh:mm"/>
+<numFmt numFmtId="165" formatCode="[h]:mm"/></numFmts>
+<fonts count="1"><font><sz val="11"/></font></fonts>
+<cellXfs count="5"><xf numFmtId="0" fontId="0"/><xf numFmtId="0" fontId="0" applyFont="1"/>
+<xf numFmtId="164" fontId="0" applyNumberFormat="1"/><xf numFmtId="165" applyNumberFormat="1"/>
+<xf numFmtId="4" fontId="0"/></cellXfs>
+</styleSheet>"""
+
+
+def test_a_sheet_as_excel_writes_it_reads_as_fastexcel_reads_it(tmp_path: Path) -> None:
+    """Excel's own shapes: shared strings with rich runs, phonetic runs, preserved spaces
+    and character references; row attributes of its extensions; formulas (shared ones
+    included) with cached values; styled empty cells; an empty row; exponents; custom
+    date and elapsed-time formats; parts after sheetData."""
+
+    def one_sheet(book: xlsxwriter.Workbook) -> None:
+        sheet = book.add_worksheet("Sheet1")
+        sheet.write_string(0, 0, "placeholder")
+
+    book = _write(tmp_path / "book.xlsx", one_sheet)
+    out = tmp_path / "excel.xlsx"
+    parts = {
+        "xl/worksheets/sheet1.xml": _EXCEL_SHEET,
+        "xl/sharedStrings.xml": _EXCEL_STRINGS,
+        "xl/styles.xml": _EXCEL_STYLES,
+    }
+    with zipfile.ZipFile(book) as source, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as copy:
+        names = source.namelist()
+        for name in names:
+            copy.writestr(name, parts.get(name, source.read(name)))
+        if "xl/sharedStrings.xml" not in names:
+            copy.writestr("xl/sharedStrings.xml", _EXCEL_STRINGS)
+    ((read, native, reference),) = _both(out)
+    assert read, "the scanner read Excel's shapes"
+    assert native == reference
+    assert native is not None
+    assert native[0] == ["name", "when", "twice", "formula", " hours "]
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    edits=st.lists(
+        st.tuples(st.floats(0, 1), st.sampled_from([b"", b"<", b">", b'"', b"&", b"\xff", b"<c>"])),
+        min_size=1,
+        max_size=6,
+    ),
+    cut=st.integers(0, 64),
+    threads=st.integers(1, 3),
+)
+def test_any_damage_reads_or_declines_and_never_fails_otherwise(
+    edits: list[tuple[float, bytes]], cut: int, threads: int
+) -> None:
+    """Damaged sheets and shared strings (bytes replaced, cut out, markup inserted): a
+    table or `Declined`, never another exception, never a crash."""
+    sheet, strings = bytearray(_EXCEL_SHEET), bytearray(_EXCEL_STRINGS)
+    for where, insert in edits:
+        target = sheet if where < 0.7 else strings
+        at = int(where * (len(target) - 1))
+        target[at : at + cut % 8] = insert
+    with contextlib.suppress(telha_xlsx.Declined):
+        telha_xlsx.read_sheet(bytes(sheet), bytes(strings), b"\0\0\1\2\0", False, threads)
