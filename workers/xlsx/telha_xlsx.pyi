@@ -1,7 +1,6 @@
 """A native reader of one xlsx worksheet (workers/xlsx, Rust): typed Arrow columns."""
 
 import os
-
 from typing import Any
 
 class Declined(Exception):
