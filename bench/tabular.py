@@ -89,7 +89,7 @@ def write_xlsx(path: Path, rows: int) -> None:
         sheet.write_datetime(row, 4, dt.datetime(2026, i % 12 + 1, i % 28 + 1), date)
         sheet.write_string(row, 5, CITIES[i % 5])
         sheet.write_boolean(row, 6, bool(i % 2))
-        sheet.write_number(row, 7, (i % 97) / 97)
+        sheet.write_number(row, 7, round((i % 97) / 97, 4))  # the csv's value, not 17 digits
         sheet.write_string(row, 8, f"C{i % 10000:05d}")
         sheet.write_string(row, 9, f"note for row {i}")
     book.close()
