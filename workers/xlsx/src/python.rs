@@ -90,6 +90,15 @@ fn columns(sheet: Sheet) -> (Vec<String>, Vec<ArrayRef>) {
     (sheet.header, arrays)
 }
 
+/// Runs a read; a panic (a defect of the scanner, never the file's doing) declines too, so
+/// the worker reads the sheet through fastexcel instead of failing the job.
+fn guarded(
+    read: impl FnOnce() -> Result<(Vec<String>, Vec<ArrayRef>), Decline>,
+) -> Result<(Vec<String>, Vec<ArrayRef>), Decline> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(read))
+        .unwrap_or(Err(Decline("the scanner panicked (a defect: please report the file)")))
+}
+
 fn into_python(read: Result<(Vec<String>, Vec<ArrayRef>), Decline>) -> PyResult<Columns> {
     let (header, arrays) = read.map_err(|decline| Declined::new_err(decline.0))?;
     Ok((header, arrays.into_iter().map(|array| Column { array }).collect()))
@@ -108,7 +117,7 @@ fn read_sheet(
     max_cells: usize,
 ) -> PyResult<Columns> {
     into_python(py.detach(|| {
-        crate::read_sheet(sheet, shared, styles, date1904, threads, max_cells).map(columns)
+        guarded(|| crate::read_sheet(sheet, shared, styles, date1904, threads, max_cells).map(columns))
     }))
 }
 
@@ -130,10 +139,12 @@ fn read_package_sheet(
     max_ratio: u64,
 ) -> PyResult<Columns> {
     into_python(py.detach(|| {
-        crate::read_package_sheet(
-            &path, sheet, shared, styles, date1904, threads, max_cells, max_bytes, max_ratio,
-        )
-        .map(columns)
+        guarded(|| {
+            crate::read_package_sheet(
+                &path, sheet, shared, styles, date1904, threads, max_cells, max_bytes, max_ratio,
+            )
+            .map(columns)
+        })
     }))
 }
 

@@ -87,7 +87,13 @@ class NativeSheets:
         except telha_xlsx.Declined as why:
             log.debug("sheet %r read by fastexcel: the scanner declined %s", name, why)
             return None
-        return header, frame(columns)
+        try:
+            return header, frame(columns)
+        except Exception:  # polars refusing the columns would be the scanner's defect
+            log.warning(
+                "sheet %r read by fastexcel: its columns did not import", name, exc_info=True
+            )
+            return None
 
 
 def native_sheets(
