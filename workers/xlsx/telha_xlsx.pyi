@@ -20,9 +20,11 @@ def read_sheet(
     date1904: bool,
     threads: int = 2,
     max_cells: int = 50_000_000,
-) -> tuple[list[str], list[Column]]:
-    """(header, columns) of a worksheet part: the first row's strings, then each column's
-    data rows typed as fastexcel types them; `styles` is each cell style's class."""
+) -> tuple[list[str], list[Column], list[Column | None]]:
+    """(header, columns, lost) of a worksheet part: the first row's strings, each column's
+    data rows typed as fastexcel types them (numbers and text together as text, the numbers
+    rendered as calamine renders them), and per column the numbers whose rendering reads
+    back as another double (None when none do); `styles` is each cell style's class."""
 
 def read_package_sheet(
     path: str | os.PathLike[str],
@@ -34,7 +36,7 @@ def read_package_sheet(
     max_cells: int = 50_000_000,
     max_bytes: int = 256 << 20,
     max_ratio: int = 200,
-) -> tuple[list[str], list[Column]]:
+) -> tuple[list[str], list[Column], list[Column | None]]:
     """`read_sheet` of the zip package's parts `sheet` and `shared`, inflated in Rust within
     the bomb guard's limits (a part past them declines)."""
 

@@ -12,7 +12,7 @@ use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
 
-use crate::{Decline, Sheet, kind};
+use crate::{Decline, Sheet, kind, render_number};
 
 create_exception!(
     telha_xlsx,
@@ -50,6 +50,29 @@ impl Column {
     }
 }
 
+/// The numbers of a MIXED column whose rendering reads back as another double (`1/3` shown
+/// as `0.333333333`), the rest null: what the worker rewrites exactly, as it does after
+/// fastexcel's text read. None for other columns, or when every rendering reads back.
+fn lost(sheet: &Sheet, at: usize) -> Option<ArrayRef> {
+    if sheet.kinds[at] != kind::MIXED {
+        return None;
+    }
+    let rows = sheet.rows;
+    let cells = &sheet.values[at * rows..(at + 1) * rows];
+    let kinds = &sheet.cells[at * rows..(at + 1) * rows];
+    let lost: Vec<Option<f64>> = cells
+        .iter()
+        .zip(kinds)
+        .map(|(value, cell)| {
+            let shown = render_number(*value).parse::<f64>().ok();
+            (*cell == kind::NUMBER && shown != Some(*value)).then_some(*value)
+        })
+        .collect();
+    lost.iter().any(Option::is_some).then(|| {
+        Arc::new(PrimitiveArray::<Float64Type>::from_iter(lost)) as ArrayRef
+    })
+}
+
 /// The data rows of column `at`, typed by its kind.
 fn column(sheet: &Sheet, at: usize) -> ArrayRef {
     let rows = sheet.rows;
@@ -68,6 +91,21 @@ fn column(sheet: &Sheet, at: usize) -> ArrayRef {
         kind::DURATION => Arc::new(PrimitiveArray::<DurationMillisecondType>::from_iter(
             cells.iter().map(|v| present(v).then_some(*v as i64)),
         )),
+        kind::MIXED => {
+            let kinds = &sheet.cells[at * rows..(at + 1) * rows];
+            let mut builder = StringViewBuilder::with_capacity(rows);
+            for (value, cell) in cells.iter().zip(kinds) {
+                match *cell {
+                    kind::NUMBER => builder.append_value(render_number(*value)),
+                    kind::STRING => match sheet.strings.get(*value as usize) {
+                        Some(text) => builder.append_value(text),
+                        None => builder.append_null(),
+                    },
+                    _ => builder.append_null(),
+                }
+            }
+            Arc::new(builder.finish())
+        }
         kind::STRING => {
             let mut builder = StringViewBuilder::with_capacity(rows);
             for value in cells {
@@ -82,29 +120,32 @@ fn column(sheet: &Sheet, at: usize) -> ArrayRef {
     }
 }
 
-type Columns = (Vec<String>, Vec<Column>);
+type Columns = (Vec<String>, Vec<Column>, Vec<Option<Column>>);
+type Arrays = (Vec<String>, Vec<ArrayRef>, Vec<Option<ArrayRef>>);
 
-/// The sheet's header and its columns, built without the GIL.
-fn columns(sheet: Sheet) -> (Vec<String>, Vec<ArrayRef>) {
+/// The sheet's header, its columns and their lost numbers, built without the GIL.
+fn columns(sheet: Sheet) -> Arrays {
     let arrays = (0..sheet.kinds.len()).map(|at| column(&sheet, at)).collect();
-    (sheet.header, arrays)
+    let lost = (0..sheet.kinds.len()).map(|at| lost(&sheet, at)).collect();
+    (sheet.header, arrays, lost)
 }
 
 /// Runs a read; a panic (a defect of the scanner, never the file's doing) declines too, so
 /// the worker reads the sheet through fastexcel instead of failing the job.
-fn guarded(
-    read: impl FnOnce() -> Result<(Vec<String>, Vec<ArrayRef>), Decline>,
-) -> Result<(Vec<String>, Vec<ArrayRef>), Decline> {
+fn guarded(read: impl FnOnce() -> Result<Arrays, Decline>) -> Result<Arrays, Decline> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(read))
         .unwrap_or(Err(Decline("the scanner panicked (a defect: please report the file)")))
 }
 
-fn into_python(read: Result<(Vec<String>, Vec<ArrayRef>), Decline>) -> PyResult<Columns> {
-    let (header, arrays) = read.map_err(|decline| Declined::new_err(decline.0))?;
-    Ok((header, arrays.into_iter().map(|array| Column { array }).collect()))
+fn into_python(read: Result<Arrays, Decline>) -> PyResult<Columns> {
+    let (header, arrays, lost) = read.map_err(|decline| Declined::new_err(decline.0))?;
+    let columns = arrays.into_iter().map(|array| Column { array }).collect();
+    let lost = lost.into_iter().map(|array| array.map(|array| Column { array })).collect();
+    Ok((header, columns, lost))
 }
 
-/// `(header, columns)` of one worksheet part, or `Declined`.
+/// `(header, columns, lost)` of one worksheet part, or `Declined`; `lost[i]` is column i's
+/// numbers whose text rendering reads back as another double (None when there are none).
 #[pyfunction]
 #[pyo3(signature = (sheet, shared, styles, date1904, threads = 2, max_cells = 50_000_000))]
 fn read_sheet(

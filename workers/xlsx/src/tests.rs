@@ -1,6 +1,6 @@
 //! The scanner's own cases; tests/test_native_xlsx.py holds it to fastexcel on real workbooks.
 
-use crate::{Decline, format, kind, read_sheet, style};
+use crate::{Decline, format, kind, read_sheet, render_number, style};
 
 fn sheet(rows: &str) -> Vec<u8> {
     format!("<worksheet><sheetData>{rows}</sheetData></worksheet>").into_bytes()
@@ -53,7 +53,7 @@ fn what_it_does_not_handle_is_declined_by_name() {
         (r#"<row r="1"><c r="A1" t="str"><v>&nbsp;</v></c></row>"#, "an entity other than the XML five"),
         (r#"<row r="1"><c r="A1" t="str"><v>_x000D_</v></c></row>"#, "an _xHHHH_ escape in text"),
         (r#"<row r="1"><c t="str"><v>a</v></c></row>"#, "a cell without a reference"),
-        (r#"<row r="1"><c r="A1" t="str"><v>a</v></c></row><row r="2"><c r="A2"><v>1</v></c><c r="A3" t="b"><v>1</v></c></row>"#, "a column mixing kinds of cells"),
+        (r#"<row r="1"><c r="A1" t="str"><v>a</v></c></row><row r="2"><c r="A2"><v>1</v></c><c r="A3" t="b"><v>1</v></c></row>"#, "a column mixing kinds of cells other than numbers and text"),
         (r#"<row r="1"><c r="A1"><v>1</v></c></row><row r="2"><c r="A2"><v>1</v></c></row>"#, "a header cell that is not a string"),
         (r#"<x:row/>"#, "an element other than row and c in sheetData"),
     ];
@@ -72,4 +72,26 @@ fn number_formats_are_classed_as_calamine_classes_them() {
     assert_eq!(format::builtin("14"), style::DATETIME);
     assert_eq!(format::builtin("46"), style::TIMEDELTA);
     assert_eq!(format::builtin("4"), style::OTHER);
+}
+
+#[test]
+fn a_column_of_numbers_and_text_is_mixed_and_numbers_render_as_calamine_renders_them() {
+    let xml = sheet(concat!(
+        r#"<row r="1"><c r="A1" t="inlineStr"><is><t>a</t></is></c></row>"#,
+        r#"<row r="2"><c r="A2"><v>0.3333333333333333</v></c></row>"#,
+        r#"<row r="3"><c r="A3" t="inlineStr"><is><t>n/a</t></is></c></row>"#,
+    ));
+    let read = read_sheet(&xml, None, &[], false, 1, 100).expect("read");
+    assert_eq!(read.kinds, [kind::MIXED]);
+    assert_eq!(read.cells, [kind::NUMBER, kind::STRING]);
+    for (value, shown) in [
+        (1.0 / 3.0, "0.333333333"),
+        (5.0, "5"),
+        (-0.0, "-0"),
+        (1e21, "1000000000000000000000"),
+        (2.5e-300, "0"),
+        (0.000_123_456_789, "0.000123457"),
+    ] {
+        assert_eq!(render_number(value), shown);
+    }
 }

@@ -5,7 +5,8 @@ while the csv of the same rows projects in less). The scanner reads the Spreadsh
 writers emit with memchr on two threads and hands back each column typed the way fastexcel
 types it, as an Arrow array that polars takes through the Arrow PyCapsule interface: no
 Python object per cell. It declines (`telha_xlsx.Declined`, with the construct's name) anything
-it does not handle exactly: an error cell, a column mixing kinds, a header cell that is
+it does not handle exactly: an error cell, a column mixing kinds other than numbers and text
+(those are read as text, each number rendered as calamine renders it), a header cell that is
 not a distinct non-empty string, a namespace prefix, an entity other than the XML five, a
 number format whose class is in doubt, ... The sheet is then read through fastexcel as
 before (spreadsheet.py), so what a sheet becomes never depends on which reader ran:
@@ -30,7 +31,7 @@ from xml.etree import ElementTree
 import polars as pl
 import telha_xlsx
 
-__all__ = ["NativeSheets", "frame", "native_sheets"]
+__all__ = ["NativeSheets", "Scanned", "frame", "native_sheets"]
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +45,16 @@ _STYLES = "xl/styles.xml"
 _MAX_META_BYTES = 64 << 20
 """The most a workbook, relationships or styles part may inflate to for this reader."""
 _THREADS = 2
+
+
+@dataclass(frozen=True, slots=True)
+class Scanned:
+    """One sheet as the scanner read it."""
+
+    header: list[str]
+    typed: pl.DataFrame
+    lost: dict[int, pl.Series]
+    """Per text column holding numbers, those whose rendering loses precision (else null)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,16 +76,18 @@ class NativeSheets:
         """The sheets in workbook order."""
         return list(self.members)
 
-    def typed(self, name: str) -> tuple[list[str], pl.DataFrame] | None:
-        """The sheet's header and its data rows typed as fastexcel's
-        `load_sheet(schema_sample_rows=None)` types them (columns t0, t1, ...), or None
-        when the scanner declines it."""
+    def typed(self, name: str) -> Scanned | None:
+        """The sheet's header, its data rows typed as fastexcel's
+        `load_sheet(schema_sample_rows=None)` types them (columns t0, t1, ...; a column of
+        numbers and text as text, each number as calamine renders it) and, by column, the
+        numbers whose rendering reads back as another double; None when the scanner
+        declines the sheet."""
         member = self.members.get(name)
         if member is None:
             return None
         try:
             max_bytes, max_ratio = self.limits
-            header, columns = telha_xlsx.read_package_sheet(
+            header, columns, lost = telha_xlsx.read_package_sheet(
                 self.path,
                 member,
                 self.shared,
@@ -88,7 +101,8 @@ class NativeSheets:
             log.debug("sheet %r read by fastexcel: the scanner declined %s", name, why)
             return None
         try:
-            return header, frame(columns)
+            numbers = {i: pl.Series(c).alias(f"n{i}") for i, c in enumerate(lost) if c is not None}
+            return Scanned(header, frame(columns), numbers)
         except Exception:  # polars refusing the columns would be the scanner's defect
             log.warning(
                 "sheet %r read by fastexcel: its columns did not import", name, exc_info=True

@@ -26,8 +26,9 @@ third for the few sheets with numbers inside text columns. The sheet's rows are 
 handed out in slices of 100,000, as a csv's blocks are.
 
 An xlsx sheet is first offered to the native scanner (native_xlsx.py): it gives the typed
-read of a sheet whose every column holds one kind of cell (~3x faster than calamine), and
-declines the rest, which then take the reads above.
+read of a sheet whose every column holds one kind of cell, or numbers and text (~3x faster
+than calamine), with the numbers whose text rendering lost precision, and declines the rest,
+which then take the reads above.
 """
 
 from __future__ import annotations
@@ -68,7 +69,9 @@ def exact_number_text(value: pl.Expr) -> pl.Expr:
         pl.when(value.is_null() | ~value.is_finite())
         .then(None)
         .when(integral)
-        .then(value.cast(pl.Int64).cast(pl.String))
+        # Not strict: polars casts every row, not only the integral ones, and a value past
+        # i64 (1e20) would fail the whole column (a text column's numbers did).
+        .then(value.cast(pl.Int64, strict=False).cast(pl.String))
         .otherwise(value.cast(pl.String))
     )
 
@@ -101,8 +104,13 @@ def sheet_tables(
         if index and native is not None:
             scanned = native.typed(name)
         if scanned is not None:
-            header, typed = scanned
-            yield _typed_table(name, header, typed, date1904)
+            yield _typed_table(
+                name,
+                scanned.header,
+                scanned.typed,
+                date1904,
+                exact_mixed=_lost_rewritten(scanned.lost) if scanned.lost else None,
+            )
             continue
         table = _one_read(reader, index, name, date1904)
         yield table if table is not None else _two_reads(fmt, path, reader, index, name, date1904)
@@ -202,6 +210,24 @@ def _typed_table(
     data = _early_dates(data, mixed, date1904)
     known = _known_counts(typed, dtypes, texts, date1904)
     return _table(name, header, data.with_columns(pl.all().fill_null("")), known)
+
+
+def _lost_rewritten(
+    lost: dict[int, pl.Series],
+) -> Callable[[pl.DataFrame, list[int]], pl.DataFrame]:
+    """`_exact_mixed` for the scanner's text columns: it already knows which numbers'
+    renderings read back as another double (`lost`, null elsewhere)."""
+
+    def rewrite(data: pl.DataFrame, mixed: list[int]) -> pl.DataFrame:
+        del mixed  # the columns are lost's keys
+        return data.with_columns(
+            pl.coalesce(exact_number_text(pl.lit(numbers)), pl.col(positional(i))).alias(
+                positional(i)
+            )
+            for i, numbers in lost.items()
+        )
+
+    return rewrite
 
 
 def _count_exprs(value: pl.Expr, dtype: pl.DataType, date1904: bool) -> dict[str, pl.Expr]:
