@@ -15,6 +15,7 @@ import contextlib
 import datetime as dt
 import math
 import random
+import struct
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
@@ -425,3 +426,34 @@ def test_any_damage_reads_or_declines_and_never_fails_otherwise(
         target[at : at + cut % 8] = insert
     with contextlib.suppress(telha_xlsx.Declined):
         telha_xlsx.read_sheet(bytes(sheet), bytes(strings), b"\0\0\1\2\0", False, threads)
+
+
+def test_numbers_in_a_text_column_render_as_calamine_renders_them(tmp_path: Path) -> None:
+    """20,000 doubles of every magnitude (random bit patterns too) in a column with text:
+    the scanner's text of each is fastexcel's, and its lost numbers are exactly those whose
+    text reads back as another double."""
+    rng = random.Random(20)
+    values = [rng.uniform(-1, 1) * 10.0 ** rng.randint(-320, 300) for _ in range(10_000)]
+    values += [rng.uniform(-1e6, 1e6) for _ in range(5_000)]
+    while len(values) < 20_000:
+        bits = struct.unpack("<d", struct.pack("<Q", rng.getrandbits(64)))[0]
+        if math.isfinite(bits):
+            values.append(bits)
+
+    def fill(book: xlsxwriter.Workbook) -> None:
+        sheet = book.add_worksheet("numbers")
+        sheet.write_string(0, 0, "value")
+        sheet.write_string(1, 0, "text")
+        for r, value in enumerate(values, start=2):
+            sheet.write_number(r, 0, value)
+
+    path = _write(tmp_path / "numbers.xlsx", fill)
+    native = native_sheets(path, date1904=False)
+    assert native is not None
+    scanned = native.typed("numbers")
+    assert scanned is not None
+    shown = fastexcel.read_excel(path).load_sheet(0, dtypes="string").to_polars()
+    assert scanned.typed["t0"].to_list() == shown["value"].to_list()
+    lost = scanned.lost[0].to_list()
+    for text, number in zip(shown["value"].to_list()[1:], lost[1:], strict=True):
+        assert (number is not None) == (float(text) != float(number or text))

@@ -292,8 +292,8 @@ fn finish(
 }
 
 /// A number as calamine renders it in a text column: nine decimals, trailing zeros and
-/// point dropped (`0.333333333`, `5`, `-0`, `1000000000000000000000`); held to fastexcel
-/// on 20,000 doubles of every magnitude by the tabular worker's differential test.
+/// point dropped (`0.333333333`, `5`, `-0`, `1000000000000000000000`); the tabular
+/// worker's tests hold it to fastexcel on 20,000 doubles of every magnitude.
 pub fn render_number(value: f64) -> String {
     let mut text = format!("{value:.9}");
     if text.contains('.') {
