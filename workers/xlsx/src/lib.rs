@@ -7,18 +7,19 @@
 //! This scanner reads only the SpreadsheetML that writers actually emit (`<row>`, `<c>`
 //! with `r`/`s`/`t`, `<v>`, `<f>`, `<is>`) with memchr, splits the sheet at row boundaries
 //! across threads, and parses the shared strings beside it. Anything else it meets (an
-//! unknown element, a namespace prefix, an error cell, a column mixing kinds, an entity it
+//! unknown element, a namespace prefix, an error cell, a column mixing kinds other than
+//! numbers and strings, an entity it
 //! does not know, a `_xHHHH_` escape, ...) makes it decline with a reason
 //! ([`Decline`]); the caller then reads the sheet through fastexcel as before. So it never
 //! has to be right about a construct it does not handle, and a differential test holds it to
 //! fastexcel's answer on the constructs it does.
 //!
 //! What it returns per sheet: the header row (every header cell a non-empty string), each
-//! column's kind (one kind per column, or all empty), and the data cells column by column as
-//! f64 (NaN for an empty cell): a number as stored, a boolean as 0/1, a date-time as
-//! milliseconds since 1970 computed as calamine does, a duration in milliseconds, a string
-//! as its index into the returned string table (the shared strings, then the sheet's inline
-//! strings).
+//! column's kind (one kind per column, MIXED for numbers and strings, or all empty), each
+//! cell's kind, and the data cells column by column as f64 (NaN for an empty cell): a number
+//! as stored, a boolean as 0/1, a date-time as milliseconds since 1970 computed as calamine
+//! does, a duration in milliseconds, a string as its index into the returned string table
+//! (the shared strings, then the sheet's inline strings).
 
 use std::fs::File;
 use std::io::{BufReader, Read};

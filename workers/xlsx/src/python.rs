@@ -50,30 +50,41 @@ impl Column {
     }
 }
 
-/// The numbers of a MIXED column whose rendering reads back as another double (`1/3` shown
-/// as `0.333333333`), the rest null: what the worker rewrites exactly, as it does after
-/// fastexcel's text read. None for other columns, or when every rendering reads back.
-fn lost(sheet: &Sheet, at: usize) -> Option<ArrayRef> {
-    if sheet.kinds[at] != kind::MIXED {
-        return None;
-    }
+/// A MIXED column as text, each number as calamine renders it ([`render_number`]), and the
+/// numbers whose rendering reads back as another double (`1/3` shown as `0.333333333`), the
+/// rest null: what the worker rewrites exactly, as it does after fastexcel's text read; None
+/// when every rendering reads back. Each number is rendered once for both.
+fn mixed(sheet: &Sheet, at: usize) -> (ArrayRef, Option<ArrayRef>) {
     let rows = sheet.rows;
     let cells = &sheet.values[at * rows..(at + 1) * rows];
     let kinds = &sheet.cells[at * rows..(at + 1) * rows];
-    let lost: Vec<Option<f64>> = cells
-        .iter()
-        .zip(kinds)
-        .map(|(value, cell)| {
-            let shown = render_number(*value).parse::<f64>().ok();
-            (*cell == kind::NUMBER && shown != Some(*value)).then_some(*value)
-        })
-        .collect();
-    lost.iter().any(Option::is_some).then(|| {
+    let mut text = StringViewBuilder::with_capacity(rows);
+    let mut lost = Vec::with_capacity(rows);
+    for (value, cell) in cells.iter().zip(kinds) {
+        let mut rounded = None;
+        match *cell {
+            kind::NUMBER => {
+                let shown = render_number(*value);
+                if shown.parse::<f64>().ok() != Some(*value) {
+                    rounded = Some(*value);
+                }
+                text.append_value(shown);
+            }
+            kind::STRING => match sheet.strings.get(*value as usize) {
+                Some(string) => text.append_value(string),
+                None => text.append_null(),
+            },
+            _ => text.append_null(),
+        }
+        lost.push(rounded);
+    }
+    let lost = lost.iter().any(Option::is_some).then(|| {
         Arc::new(PrimitiveArray::<Float64Type>::from_iter(lost)) as ArrayRef
-    })
+    });
+    (Arc::new(text.finish()), lost)
 }
 
-/// The data rows of column `at`, typed by its kind.
+/// The data rows of column `at`, typed by its kind (a MIXED column is [`mixed`]'s).
 fn column(sheet: &Sheet, at: usize) -> ArrayRef {
     let rows = sheet.rows;
     let cells = &sheet.values[at * rows..(at + 1) * rows];
@@ -91,21 +102,6 @@ fn column(sheet: &Sheet, at: usize) -> ArrayRef {
         kind::DURATION => Arc::new(PrimitiveArray::<DurationMillisecondType>::from_iter(
             cells.iter().map(|v| present(v).then_some(*v as i64)),
         )),
-        kind::MIXED => {
-            let kinds = &sheet.cells[at * rows..(at + 1) * rows];
-            let mut builder = StringViewBuilder::with_capacity(rows);
-            for (value, cell) in cells.iter().zip(kinds) {
-                match *cell {
-                    kind::NUMBER => builder.append_value(render_number(*value)),
-                    kind::STRING => match sheet.strings.get(*value as usize) {
-                        Some(text) => builder.append_value(text),
-                        None => builder.append_null(),
-                    },
-                    _ => builder.append_null(),
-                }
-            }
-            Arc::new(builder.finish())
-        }
         kind::STRING => {
             let mut builder = StringViewBuilder::with_capacity(rows);
             for value in cells {
@@ -125,8 +121,12 @@ type Arrays = (Vec<String>, Vec<ArrayRef>, Vec<Option<ArrayRef>>);
 
 /// The sheet's header, its columns and their lost numbers, built without the GIL.
 fn columns(sheet: Sheet) -> Arrays {
-    let arrays = (0..sheet.kinds.len()).map(|at| column(&sheet, at)).collect();
-    let lost = (0..sheet.kinds.len()).map(|at| lost(&sheet, at)).collect();
+    let (arrays, lost) = (0..sheet.kinds.len())
+        .map(|at| match sheet.kinds[at] {
+            kind::MIXED => mixed(&sheet, at),
+            _ => (column(&sheet, at), None),
+        })
+        .unzip();
     (sheet.header, arrays, lost)
 }
 

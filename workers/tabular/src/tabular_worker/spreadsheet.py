@@ -180,8 +180,9 @@ def _typed_table(
 ) -> TableSource:
     """A sheet's table from its typed columns (t0, t1, ...): `hidden` is the text read of
     the typed columns with nulls (a null may hide a text cell), `exact_mixed` rewrites the
-    numbers a text column's rendering rounded. The native scanner needs neither: it types
-    a column only when every cell of it is of that kind or empty, and declines the rest."""
+    numbers a text column's rendering rounded. The native scanner needs no `hidden`: it
+    types a column only when every cell of it is of that kind or empty (numbers and text
+    together as text), and its `exact_mixed` is `_lost_rewritten`."""
     if not header:
         return TableSource(name, [], pl.LazyFrame())
     dtypes = list(typed.schema.values())

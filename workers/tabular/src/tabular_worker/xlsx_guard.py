@@ -105,8 +105,7 @@ def _guard_thread() -> ThreadPoolExecutor:
 def _usual_xlsx(archive: zipfile.ZipFile) -> WorkbookPart | None:
     """The workbook part of an xlsx package calamine opens as it stands (at
     `xl/workbook.xml`, no backslashes, not an ods); None for any other package."""
-    names = set(archive.namelist())
-    if "content.xml" in names and "mimetype" in names:
+    if _opendocument(archive):
         return None
     workbook = locate_workbook(archive)
     if workbook is None or not workbook.canonical or workbook.path.endswith(".bin"):
@@ -172,9 +171,14 @@ def _ole(fmt: str, path: Path, workdir: Path, max_bytes: int) -> Workbook:
     return Workbook(_link(path, workdir, "xls"), "xls", date1904=False)
 
 
-def _zipped(fmt: str, archive: zipfile.ZipFile, path: Path, workdir: Path) -> Workbook:
+def _opendocument(archive: zipfile.ZipFile) -> bool:
+    """An OpenDocument package (`mimetype` and `content.xml`), not an OPC one."""
     names = set(archive.namelist())
-    if "content.xml" in names and "mimetype" in names:
+    return "content.xml" in names and "mimetype" in names
+
+
+def _zipped(fmt: str, archive: zipfile.ZipFile, path: Path, workdir: Path) -> Workbook:
+    if _opendocument(archive):
         if archive.read("mimetype").strip() != _ODS_MIMETYPE:
             raise InvalidInput("content is an OpenDocument package that is not a spreadsheet")
         return Workbook(_link(path, workdir, "ods"), "ods", date1904=False)
