@@ -289,6 +289,38 @@ async fn cancel_queued_and_leased_jobs() {
     assert_eq!(w.expect_job().await.job_id, next.id);
 }
 
+/// A job enqueued while a worker of its format waits with credit is leased to it in the
+/// commit that creates it: the reply already says leased, the lease runs from the job's
+/// creation, and the job reaches the worker. With the worker's credit used, the next
+/// job waits queued and comes once the first is done; and the handed job's end gives
+/// its credit back, so a third is handed over again.
+#[tokio::test]
+async fn a_job_enqueued_to_a_waiting_worker_is_leased_in_the_commit_that_creates_it() {
+    let s = Server::start(Some("lease_secs = 30"));
+    let mut w = Worker::connect(&s, "w", &["txt"]).await;
+    let first = s.submit("t", "txt", "a.txt", b"first").await;
+    assert_eq!((first.state.as_str(), first.worker_id.as_str(), first.lease_attempt), ("leased", "w", 1));
+    assert_eq!(first.lease_deadline - first.created_at, 30_000_000, "the lease was not granted in the job's own commit");
+    let stored = s.job(&first.id).await;
+    assert_eq!((stored.state.as_str(), stored.lease_deadline), ("leased", first.lease_deadline));
+    let got = w.expect_job().await;
+    assert_eq!((got.job_id.as_str(), got.attempt, got.content.as_slice()), (first.id.as_str(), 1, b"first".as_slice()));
+
+    let second = s.submit("t", "txt", "b.txt", b"second").await;
+    assert_eq!(second.state, "queued", "a worker without credit was handed a job");
+    assert!(w.next(Duration::from_millis(300)).await.is_none(), "a second job came past max_in_flight 1");
+    assert!(w.succeed(&got, &result_with_nodes(1)).await.accepted);
+    let next = w.expect_job().await;
+    assert_eq!(next.job_id, second.id);
+    assert!(w.succeed(&next, &result_with_nodes(1)).await.accepted);
+    s.wait_for(&second.id, Duration::from_secs(10), |j| j.state == "succeeded").await;
+
+    let third = s.submit("t", "txt", "c.txt", b"third").await;
+    assert_eq!(third.state, "leased", "the credit of the handed job did not come back");
+    assert_eq!(w.expect_job().await.job_id, third.id);
+    assert_eq!(s.job(&first.id).await.state, "succeeded");
+}
+
 /// One tenant's large backlog does not starve another tenant's single job.
 #[tokio::test]
 async fn tenant_fairness() {

@@ -25,7 +25,7 @@ use tokio::time::Instant;
 use super::queue::{Delivery, JobSender, ReadyJob, Returned, ReturnSender};
 use super::{ActorGone, CoreError, CoreEvent};
 use crate::lifecycle::{self, submit::{self, Staged, SubmitOutcome}};
-use crate::store::jobs::{self, ExpireOutcome, FailOutcome, Policy};
+use crate::store::jobs::{self, ExpireOutcome, FailOutcome, Granted, Policy};
 use crate::store::records::FailureRecord;
 use crate::store::{Store, StoreError};
 use crate::time::now_us;
@@ -35,6 +35,9 @@ type Reply<T> = oneshot::Sender<Result<T, StoreError>>;
 enum Msg {
     /// Lease `job` to `worker` and send it down the worker's stream (from the queue).
     Grant { job: ReadyJob, worker: String, tx: JobSender },
+    /// A job leased to `worker` in the commit that created it, on the credit `token`
+    /// reserved of the queue: track it and send it down the worker's stream.
+    Adopt { granted: Box<Granted>, worker: String, tx: JobSender, token: u64 },
     Submit { sub: Box<Staged>, reply: Reply<SubmitOutcome> },
     Heartbeat { worker: String, items: Vec<(u64, Option<u64>)>, reply: Reply<(Vec<u64>, i64)> },
     KeepAlive { id: u64, attempt: u64, reply: Reply<()> },
@@ -116,6 +119,12 @@ impl Leases {
     /// actor's inbox is full (send it with [`Self::grant`] from a task), `Err(None)` when
     /// the actor has stopped.
     #[allow(clippy::result_large_err)]
+    /// Takes over a lease granted in the commit that created its job (the queue's
+    /// reservation `token` of `worker`'s credit): tracks it and delivers it.
+    pub(super) async fn adopt(&self, granted: Granted, worker: String, tx: JobSender, token: u64) -> Result<(), ActorGone> {
+        self.send(Msg::Adopt { granted: Box::new(granted), worker, tx, token }).await
+    }
+
     pub(super) fn try_grant(&self, job: ReadyJob, worker: String, tx: JobSender) -> Result<(), Option<(ReadyJob, String, JobSender)>> {
         match self.tx.try_send(Msg::Grant { job, worker, tx }) {
             Ok(()) => Ok(()),
@@ -222,18 +231,7 @@ impl Ctx {
         let at = std::time::Instant::now();
         let mut out = Vec::new();
         match self.store.write(move |t| jobs::lease(t, id, &w, &policy, now_us())).await {
-            Ok(Some(granted)) => {
-                let attempt = granted.lease.attempt;
-                out.push(FollowUp::Track { id, attempt, deadline: granted.lease.deadline });
-                let _ = self.events.send(CoreEvent::Granted { worker: worker.clone(), job: id, attempt, at });
-                let _ = self.events.send(CoreEvent::Leased { job: id, format: granted.job.format.clone(), attempt, waited_us: (attempt == 1).then(|| granted.lease.granted_at - granted.job.created_at) });
-                let content_path = if granted.job.url.is_empty() && !granted.job.inline { self.store.blob_path(&granted.job.blob) } else { None };
-                if tx.send(Delivery { granted, content_path }).await.is_err() {
-                    // The stream went away before the job reached it: give it back unharmed.
-                    tracing::debug!(job = id, worker = %worker, "stream closed before delivery; releasing");
-                    self.release(id, Some(attempt), &mut out).await;
-                }
-            }
+            Ok(Some(granted)) => self.deliver(granted, worker, tx, at, &mut out).await,
             Ok(None) => self.ended(id, worker, &mut out),
             Err(e) => {
                 tracing::error!(job = id, error = %e, "cannot lease job; it stays queued");
@@ -244,6 +242,30 @@ impl Ctx {
             }
         }
         Done { follow: out, reply: None }
+    }
+
+    /// A job leased in the commit that created it (see [`Leases::adopt`]). The queue
+    /// hears that its reserved credit is this job before anything can end the lease.
+    async fn adopt(self, granted: Granted, worker: String, tx: JobSender, token: u64) -> Done {
+        let _ = self.returned.send(Returned::Claimed { worker: worker.clone(), token, id: Some(granted.job.id) });
+        let mut out = Vec::new();
+        self.deliver(granted, worker, tx, std::time::Instant::now(), &mut out).await;
+        Done { follow: out, reply: None }
+    }
+
+    /// Tracks a granted lease and sends the job down the worker's stream; a stream
+    /// already gone gets its job released, uncharged.
+    async fn deliver(&self, granted: Granted, worker: String, tx: JobSender, at: std::time::Instant, out: &mut Vec<FollowUp>) {
+        let (id, attempt) = (granted.job.id, granted.lease.attempt);
+        out.push(FollowUp::Track { id, attempt, deadline: granted.lease.deadline });
+        let _ = self.events.send(CoreEvent::Granted { worker: worker.clone(), job: id, attempt, at });
+        let _ = self.events.send(CoreEvent::Leased { job: id, format: granted.job.format.clone(), attempt, waited_us: (attempt == 1).then(|| granted.lease.granted_at - granted.job.created_at) });
+        let content_path = if granted.job.url.is_empty() && !granted.job.inline { self.store.blob_path(&granted.job.blob) } else { None };
+        if tx.send(Delivery { granted, content_path }).await.is_err() {
+            // The stream went away before the job reached it: give it back unharmed.
+            tracing::debug!(job = id, worker = %worker, "stream closed before delivery; releasing");
+            self.release(id, Some(attempt), out).await;
+        }
     }
 
     async fn submit(self, sub: Staged, reply: Reply<SubmitOutcome>) -> Done {
@@ -446,6 +468,7 @@ impl LeaseActor {
         let ctx = self.ctx.clone();
         match msg {
             Msg::Grant { job, worker, tx } => self.spawn(ctx.grant(job, worker, tx)),
+            Msg::Adopt { granted, worker, tx, token } => self.spawn(ctx.adopt(*granted, worker, tx, token)),
             Msg::Submit { sub, reply } => self.spawn(ctx.submit(*sub, reply)),
             Msg::Heartbeat { worker, items, reply } => self.spawn(async move {
                 let policy = ctx.policy.clone();

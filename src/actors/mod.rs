@@ -47,7 +47,7 @@ pub use queue::{Queue, ReadyJob};
 
 use crate::config::Config;
 use crate::store::jobs::{self, Cancelled, JobError, NewJob, Policy};
-use crate::store::records::JobRecord;
+use crate::store::records::{JobRecord, LeaseRecord};
 use crate::store::state::JobState;
 use crate::store::{Store, StoreError};
 use crate::time::now_us;
@@ -185,21 +185,63 @@ impl Core {
     /// Creates a client's job; `inline` is its content when that is kept in the database
     /// (`new.inline`), stored in the same commit. Returns the job and whether it is new
     /// (false: its idempotency key named an existing job, returned as it was stored).
-    pub async fn enqueue(&self, new: NewJob, inline: Option<Vec<u8>>) -> Result<(JobRecord, bool), CoreError> {
-        let (rec, created) = self
+    ///
+    /// When a worker serving the format has credit to spare and no job of the format is
+    /// waiting, the job is leased to it in the same commit and goes down its stream
+    /// right after: one durable commit instead of two before a worker has it
+    /// (bench/dispatch, enqueue→lease at 200 jobs/s). The job is then returned leased,
+    /// with its lease.
+    pub async fn enqueue(&self, new: NewJob, inline: Option<Vec<u8>>) -> Result<(JobRecord, Option<LeaseRecord>, bool), CoreError> {
+        // On a task of its own: once a worker's credit is reserved, the job it becomes must
+        // be adopted (or the credit given back) even when the caller is dropped (an RPC
+        // whose client went away), or that credit and the job's lease would be stranded.
+        let core = self.clone();
+        tokio::spawn(async move { core.enqueue_now(new, inline).await }).await.map_err(|e| CoreError::Io(format!("enqueue task: {e}")))?
+    }
+
+    async fn enqueue_now(&self, new: NewJob, inline: Option<Vec<u8>>) -> Result<(JobRecord, Option<LeaseRecord>, bool), CoreError> {
+        let reserved = self.queue.reserve(new.format.clone()).await?;
+        let (policy, holder) = (self.policy.clone(), reserved.as_ref().map(|r| r.worker.clone()));
+        let written = self
             .store
             .write(move |t| {
                 if let Some(data) = &inline {
                     jobs::put_content(t.txn, &new.blob, data)?;
                 }
-                jobs::insert_once(t, new, now_us())
+                let now = now_us();
+                let (rec, created) = jobs::insert_once(t, new, now)?;
+                let granted = match (&holder, created) {
+                    (Some(worker), true) => jobs::lease(t, rec.id, worker, &policy, now)?,
+                    _ => None,
+                };
+                Ok((rec, created, granted))
             })
-            .await?;
+            .await;
+        let (rec, created, granted) = match written {
+            Ok(v) => v,
+            Err(e) => {
+                if let Some(r) = reserved {
+                    self.queue.unreserve(r).await?;
+                }
+                return Err(e.into());
+            }
+        };
         if created {
             let _ = self.events.send(CoreEvent::Enqueued { job: rec.id, format: rec.format.clone() });
+        }
+        match (granted, reserved) {
+            (Some(granted), Some(r)) => {
+                let (leased, lease) = (granted.job.clone(), granted.lease.clone());
+                self.leases.adopt(granted, r.worker, r.tx, r.token).await?;
+                return Ok((leased, Some(lease), created));
+            }
+            (_, Some(r)) => self.queue.unreserve(r).await?,
+            (_, None) => {}
+        }
+        if created {
             self.queue.ready(vec![ReadyJob { format: rec.format.clone(), tenant: rec.tenant.clone(), id: rec.id }]).await?;
         }
-        Ok((rec, created))
+        Ok((rec, None, created))
     }
 
     pub async fn cancel(&self, id: u64, tenant: Option<String>) -> Result<JobRecord, CoreError> {

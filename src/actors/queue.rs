@@ -45,6 +45,22 @@ pub enum Returned {
     Ready(Vec<ReadyJob>),
     /// A lease of `worker` on job `id` ended (or was never granted): credit back.
     Done { id: u64, worker: String },
+    /// The credit `token` of `worker` reserved by [`Queue::reserve`] is job `id` now,
+    /// leased in the commit that created it (None: it was not, the credit is back).
+    /// Sent by the lease actor before the job goes down the stream, so on this
+    /// channel it comes before the `Done` of that lease.
+    Claimed { worker: String, token: u64, id: Option<u64> },
+}
+
+/// A poller's credit held for a job about to be created: the job is leased to
+/// `worker` in the commit that creates it and sent down `tx` (see
+/// [`super::Core::enqueue`]). `token` stands for the job in the credit count until
+/// [`Returned::Claimed`] says what became of it.
+#[derive(Debug)]
+pub struct Reservation {
+    pub worker: String,
+    pub tx: JobSender,
+    pub token: u64,
 }
 
 /// The lease actor's end of [`Returned`].
@@ -57,6 +73,8 @@ enum Msg {
     Unregister(u64),
     /// A lease of `worker` on job `id` ended (or was never granted): credit back.
     Done { id: u64, worker: String },
+    Reserve { format: String, reply: oneshot::Sender<Option<Reservation>> },
+    Claimed { worker: String, token: u64, id: Option<u64> },
     SetLeasing(bool),
     /// The worker is being stopped: lease it nothing more.
     Retire(String),
@@ -96,6 +114,7 @@ impl Queue {
             inflight: HashMap::new(),
             turn: 0,
             leasing: true,
+            next_token: u64::MAX,
         };
         tokio::spawn(actor.run());
         Self { tx }
@@ -111,6 +130,21 @@ impl Queue {
 
     pub async fn remove(&self, job: ReadyJob) -> Result<(), ActorGone> {
         self.send(Msg::Remove(job)).await
+    }
+
+    /// A credit of a poller serving `format`, when one has credit to spare and no job
+    /// of the format is waiting (a waiting job goes first: the handoff never jumps the
+    /// line or a tenant's turn). Whoever gets one must [`Queue::unreserve`] it unless
+    /// the lease actor adopts the job it became.
+    pub async fn reserve(&self, format: String) -> Result<Option<Reservation>, ActorGone> {
+        let (reply, rx) = oneshot::channel();
+        self.send(Msg::Reserve { format, reply }).await?;
+        rx.await.map_err(|_| ActorGone("queue"))
+    }
+
+    /// Gives back a reserved credit that no job took.
+    pub async fn unreserve(&self, r: Reservation) -> Result<(), ActorGone> {
+        self.send(Msg::Claimed { worker: r.worker, token: r.token, id: None }).await
     }
 
     /// Leases nothing more to `worker` (it is being stopped).
@@ -222,6 +256,8 @@ struct QueueActor {
     /// Rotates the poller served first.
     turn: usize,
     leasing: bool,
+    /// The next reservation token, counting down from u64::MAX (job ids count up from 1).
+    next_token: u64,
 }
 
 impl QueueActor {
@@ -264,6 +300,7 @@ impl QueueActor {
         match back {
             Returned::Ready(jobs) => Msg::Ready(jobs),
             Returned::Done { id, worker } => Msg::Done { id, worker },
+            Returned::Claimed { worker, token, id } => Msg::Claimed { worker, token, id },
         }
     }
 
@@ -300,12 +337,18 @@ impl QueueActor {
                     tracing::info!(poller = id, worker = %p.worker_id, "worker stopped polling");
                 }
             }
-            Msg::Done { id, worker } => {
-                if let Some(set) = self.inflight.get_mut(&worker) {
-                    set.remove(&id);
-                    if set.is_empty() {
-                        self.inflight.remove(&worker);
-                    }
+            Msg::Done { id, worker } => self.release_token(&worker, id),
+            Msg::Reserve { format, reply } => {
+                let r = self.reserve(&format);
+                if let Err(Some(r)) = reply.send(r) {
+                    // The enqueue went away before hearing back: the credit is free again.
+                    self.release_token(&r.worker, r.token);
+                }
+            }
+            Msg::Claimed { worker, token, id } => {
+                self.release_token(&worker, token);
+                if let Some(id) = id {
+                    self.inflight.entry(worker).or_default().insert(id);
                 }
             }
             Msg::SetLeasing(on) => self.leasing = on,
@@ -350,6 +393,38 @@ impl QueueActor {
             }
             if !progressed {
                 return;
+            }
+        }
+    }
+
+    /// A credit for a job of `format` about to be created (see [`Queue::reserve`]).
+    fn reserve(&mut self, format: &str) -> Option<Reservation> {
+        if !self.leasing || self.formats.get(format).is_some_and(|q| !q.is_empty()) {
+            return None;
+        }
+        let ids: Vec<u64> = self.pollers.keys().copied().collect();
+        let n = ids.len();
+        self.turn = self.turn.wrapping_add(1);
+        for i in 0..n {
+            let p = &self.pollers[&ids[(self.turn + i) % n]];
+            let held = self.inflight.get(&p.worker_id).map_or(0, HashSet::len);
+            if held < p.max_in_flight && !p.tx.is_closed() && p.formats.iter().any(|f| f == format) {
+                let token = self.next_token;
+                self.next_token -= 1;
+                let (worker, tx) = (p.worker_id.clone(), p.tx.clone());
+                self.inflight.entry(worker.clone()).or_default().insert(token);
+                return Some(Reservation { worker, tx, token });
+            }
+        }
+        None
+    }
+
+    /// Takes job `token` (or a reservation's token) out of `worker`'s credit count.
+    fn release_token(&mut self, worker: &str, token: u64) {
+        if let Some(set) = self.inflight.get_mut(worker) {
+            set.remove(&token);
+            if set.is_empty() {
+                self.inflight.remove(worker);
             }
         }
     }

@@ -158,14 +158,16 @@ impl IngestService for IngestApi {
             new.blob = hash;
             new.size = size;
         }
-        let (rec, created) = self.core.enqueue(new, inline).await.map_err(to_status)?;
+        let (rec, lease, created) = self.core.enqueue(new, inline).await.map_err(to_status)?;
         if !created {
             // The job an earlier submission with this idempotency key made, as it is now.
             return self.view(rec.id, "").await.map(Response::new);
         }
-        tracing::info!(job = rec.id, tenant = %rec.tenant, format = %rec.format, name = %rec.name, size = rec.size, "job queued");
-        // A new job is exactly its record as committed: no lease, no failures yet.
-        Ok(Response::new(convert::job(jobs::JobView { job: rec, lease: None, failures: Vec::new() })))
+        let what = if lease.is_some() { "job queued and leased in one commit" } else { "job queued" };
+        tracing::info!(job = rec.id, tenant = %rec.tenant, format = %rec.format, name = %rec.name, size = rec.size, "{what}");
+        // A new job is exactly its record as committed (with the lease granted in that
+        // commit, if a worker was waiting): no failures yet.
+        Ok(Response::new(convert::job(jobs::JobView { job: rec, lease, failures: Vec::new() })))
     }
 
     async fn get_job(&self, req: Request<GetJobRequest>) -> Result<Response<Job>, Status> {
