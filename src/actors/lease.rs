@@ -115,16 +115,16 @@ impl Leases {
         self.send(Msg::Grant { job, worker, tx }).await
     }
 
-    /// [`Self::grant`] without waiting: `Err(Some(..))` gives the grant back when the
-    /// actor's inbox is full (send it with [`Self::grant`] from a task), `Err(None)` when
-    /// the actor has stopped.
-    #[allow(clippy::result_large_err)]
     /// Takes over a lease granted in the commit that created its job (the queue's
     /// reservation `token` of `worker`'s credit): tracks it and delivers it.
     pub(super) async fn adopt(&self, granted: Granted, worker: String, tx: JobSender, token: u64) -> Result<(), ActorGone> {
         self.send(Msg::Adopt { granted: Box::new(granted), worker, tx, token }).await
     }
 
+    /// [`Self::grant`] without waiting: `Err(Some(..))` gives the grant back when the
+    /// actor's inbox is full (send it with [`Self::grant`] from a task), `Err(None)` when
+    /// the actor has stopped.
+    #[allow(clippy::result_large_err)]
     pub(super) fn try_grant(&self, job: ReadyJob, worker: String, tx: JobSender) -> Result<(), Option<(ReadyJob, String, JobSender)>> {
         match self.tx.try_send(Msg::Grant { job, worker, tx }) {
             Ok(()) => Ok(()),

@@ -407,8 +407,7 @@ impl QueueActor {
         self.turn = self.turn.wrapping_add(1);
         for i in 0..n {
             let p = &self.pollers[&ids[(self.turn + i) % n]];
-            let held = self.inflight.get(&p.worker_id).map_or(0, HashSet::len);
-            if held < p.max_in_flight && !p.tx.is_closed() && p.formats.iter().any(|f| f == format) {
+            if has_credit(&self.inflight, p) && p.formats.iter().any(|f| f == format) {
                 let token = self.next_token;
                 self.next_token -= 1;
                 let (worker, tx) = (p.worker_id.clone(), p.tx.clone());
@@ -432,8 +431,7 @@ impl QueueActor {
     /// A job for poller `pid`, if it has credit and one of its formats has work.
     fn pick(&mut self, pid: u64) -> Option<(ReadyJob, String, JobSender)> {
         let p = self.pollers.get_mut(&pid)?;
-        let held = self.inflight.get(&p.worker_id).map_or(0, HashSet::len);
-        if held >= p.max_in_flight || p.tx.is_closed() {
+        if !has_credit(&self.inflight, p) {
             return None;
         }
         let nf = p.formats.len();
@@ -451,6 +449,12 @@ impl QueueActor {
         }
         None
     }
+}
+
+/// Whether poller `p` may be leased one more job: its worker holds (or has reserved)
+/// fewer than `max_in_flight`, and its stream is open.
+fn has_credit(inflight: &HashMap<String, HashSet<u64>>, p: &Poller) -> bool {
+    inflight.get(&p.worker_id).map_or(0, HashSet::len) < p.max_in_flight && !p.tx.is_closed()
 }
 
 /// Rebuilds the mirror from the store's ready index (start-up). Blocking: a redb read.
