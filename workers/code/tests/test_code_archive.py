@@ -431,3 +431,47 @@ def test_star_reexports_variants_and_undefined_targets(
         if "calls_to_undefined" in sub["nodes"][0]["properties"]
     }
     assert counted == undefined
+
+
+def test_names_no_node_id_can_carry_become_hashed_ids_that_still_heal(tmp_path: Path) -> None:
+    """A path nested past 512 bytes of id, a member named with a newline, a manifest whose
+    name holds a control character and whose dependency is 600 bytes long: each made an
+    id the builder refused, and the whole archive ended dead after five `transient`
+    attempts. They become hashed ids (ids.py), the same from the archive's CONTAINS edge
+    and from the child's own FILE node, so those edges still heal."""
+    import blake3
+
+    from code_worker import handle
+    from code_worker.ids import file_id
+
+    deep = "/".join(f"nested_folder_{i:02d}" for i in range(40)) + "/deep.py"
+    files = {
+        deep: b"def f():\n    return 1\n",
+        "odd\nname.py": b"def g():\n    return 2\n",
+        "plain.py": b"from odd import g\n",
+        "package.json": json.dumps(
+            {"name": "odd\u0001name", "dependencies": {"x" * 600: "1"}}
+        ).encode(),
+    }
+    subs = _run(tmp_path, "repo.tar.gz", tar_gz(files, prefix="repo/"))
+    children = _children(subs)
+    assert sorted(children) == sorted(p for p in files if p.endswith(".py"))
+    contains = {r.get("toId") for s in subs for r in s["relationships"] if r["type"] == "CONTAINS"}
+    [package] = [n for s in subs for n in s["nodes"] if n["labels"] == ["PACKAGE"]]
+    assert package["properties"]["name"] == "odd\u0001name"
+    assert package["id"].startswith("code:pkg:~")
+    [dependency] = [r["toId"] for r in subs[0]["relationships"] if r["type"] == "DEPENDS_ON"]
+    assert dependency.startswith("code:pkg:~")
+    assert children["odd\nname.py"]["name"].startswith("code:~")  # the core takes no newline
+    assert children[deep]["name"] == f"code:repo/{deep}@{blake3.blake3(files[deep]).hexdigest()}"
+    for path in (deep, "odd\nname.py"):
+        child = children[path]
+        source = tmp_path / "child.py"
+        source.write_bytes(files[path])
+        [raw] = run_handler(handle, source, format="code", options=child["options"])
+        check_submissions([raw])
+        [file] = [n for n in json.loads(raw)["nodes"] if "FILE" in n["labels"]]
+        assert file["id"] == file_id("repo", path)
+        assert file["id"].startswith("code:file:~")
+        assert file["id"] in contains  # the archive's edge names the child's own node
+        assert file["properties"]["path"] == path

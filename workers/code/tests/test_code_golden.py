@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from code_worker import handle
+from code_worker.ids import file_id, symbol_id
 from workers_common.conformance import check_determinism, check_submissions, run_handler
 from workers_common.pytest_plugin import GoldenDir
 
@@ -203,10 +204,11 @@ def test_a_parse_over_its_budget_is_too_large_and_the_next_file_parses(tmp_path:
     assert json.loads(again)["nodes"][0]["properties"]["symbols"] == 40_000
 
 
-def test_an_import_naming_an_impossible_id_is_counted_not_linked(tmp_path: Path) -> None:
-    """A control character inside an import path (one flipped byte of a real file) would
-    make a target id no node can have: the builder refused the edge and the job ended
-    `transient` (found by the fault suite). It is counted on the FILE, never linked."""
+def test_an_import_naming_an_impossible_id_links_to_its_hashed_id(tmp_path: Path) -> None:
+    """A control character inside an import path (one flipped byte of a real file) makes a
+    target id no node can have: the builder refused it and the job ended `transient`
+    (found by the fault suite). The import and the call through it link to the hashed
+    ids (ids.py) that a file of that name would carry, so nothing is lost or guessed."""
     path = tmp_path / "mod.js"
     path.write_bytes(
         b"import { helper } from './a\x01b';\nexport function run() { return helper(1); }\n"
@@ -214,6 +216,36 @@ def test_an_import_naming_an_impossible_id_is_counted_not_linked(tmp_path: Path)
     subs = run_handler(handle, path, format="code", options={"root": "r", "path": "mod.js"})
     check_submissions(subs)
     final = json.loads(subs[-1])
+    targets = {r["type"]: r.get("toId") for r in final["relationships"] if r.get("toId")}
+    assert targets == {
+        "IMPORTS": file_id("r", "a\x01b.js"),
+        "CALLS": symbol_id("r", "a\x01b.js", "helper"),
+    }
+    assert all(t.startswith(("code:file:~", "code:sym:~")) for t in targets.values())
     [file] = [n for n in final["nodes"] if "FILE" in n["labels"]]
-    assert file["properties"]["unlinkable_refs"] == 2  # the import and the call through it
-    assert all("\x01" not in (r.get("toId") or "") for r in final.get("relationships", []))
+    assert file["properties"]["calls_cross_file"] == 1
+
+
+def test_cpp_names_written_over_lines_or_around_comments_are_spelled_as_tokens(
+    tmp_path: Path,
+) -> None:
+    """GCC's libstdc++ (pb_ds) writes a macro scope and the member's name on separate lines;
+    as written, the name held a newline, no id could carry it, and 163 of /usr/include's
+    headers ended dead after five `transient` attempts. Names are their tokens: one space
+    between two words only, comments left out."""
+    path = tmp_path / "imps.hpp"
+    path.write_bytes(
+        b"PB_DS_CLASS_T_DEC\nvoid\nPB_DS_CLASS_C_DEC::\nswap(PB_DS_CLASS_C_DEC& other)\n"
+        b"{ value_swap(other); }\n\n"
+        b"void Outer /* the owner */ :: inner() { swap(*this); }\n\n"
+        b"struct S { void* operator new(unsigned long n); bool operator == (const S&) const"
+        b" { return true; } };\n"
+    )
+    subs = run_handler(handle, path, format="code", options={"root": "r", "path": "imps.hpp"})
+    check_submissions(subs)
+    nodes = json.loads(subs[-1])["nodes"]
+    names = [n["properties"]["qualified_name"] for n in nodes if "FILE" not in n["labels"]]
+    assert names == ["PB_DS_CLASS_C_DEC::swap", "Outer::inner", "S", "S::operator=="]
+    ids = [n["id"] for n in nodes]
+    assert symbol_id("r", "imps.hpp", "PB_DS_CLASS_C_DEC::swap") in ids
+    assert all("~" not in i for i in ids)  # each one its readable id, none hashed

@@ -228,6 +228,39 @@ def test_bad_archives_end_typed_and_the_pool_goes_on(tmp_path: Path) -> None:
     assert all(j["state"] == "succeeded" for j in children)
 
 
+def test_names_no_id_can_carry_are_hashed_and_the_whole_archive_lands(
+    tmp_path: Path, reader: Core
+) -> None:
+    """Through the real core: a member path nested past 512 bytes of id, one named with a
+    newline, and a package.json named with a control character each ended the whole archive
+    dead (the builder refused the ids; the core refused the child name). Every job now
+    succeeds, and the REPOSITORY's CONTAINS edges reach the children's FILE nodes."""
+    from code_worker.ids import file_id, repository_id
+
+    deep = "/".join(f"nested_folder_{i:02d}" for i in range(40)) + "/deep.py"
+    files = {
+        deep: b"def f():\n    return 1\n",
+        "odd\nname.py": b"def g():\n    return 2\n",
+        "package.json": json.dumps({"name": "odd\u0001name"}).encode(),
+    }
+    archive = tmp_path / "repo.tar.gz"
+    archive.write_bytes(tar_gz(files, prefix="repo/"))
+    summary = telha_run(tmp_path, [archive])
+    assert [(j["format"], j["state"]) for j in summary["jobs"] if j["state"] != "succeeded"] == []
+    assert len(summary["jobs"]) == 3
+    reader.start()
+    repository = _node(reader, repository_id("repo"))
+    assert repository is not None
+    contains = {e["toId"]: e for e in repository["edgesOut"] if e["type"] == "CONTAINS"}
+    for path in (deep, "odd\nname.py"):
+        node_id = file_id("repo", path)
+        assert node_id.startswith("code:file:~")
+        assert not contains[node_id]["dangling"]
+        node = _node(reader, node_id)
+        assert node is not None
+        assert node["versions"][-1]["properties"]["path"] == path
+
+
 def test_this_repository_as_a_code_archive(tmp_path: Path, reader: Core) -> None:
     """`git archive HEAD` of this repository: every tracked .rs and .py file is a FILE
     node with its functions, and the cross-file calls resolve."""

@@ -18,6 +18,7 @@ from workers_common import (
     TooLarge,
     ValidTime,
     describe_failure,
+    is_child_name,
 )
 from workers_common._proto import wire_rules
 from workers_common.result import TooManySpanRefs, clarify_enabled
@@ -518,6 +519,22 @@ def test_child_job_misuse_raises() -> None:
         builder.add_child_job("docling", "")
     with pytest.raises(BuilderTypeError):
         builder.add_child_job("docling", "c", content="text")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "name", ["a\nb", "tab\there", "del\x7f", "x" * (wire_rules.MAX_CHILD_NAME_BYTES + 1)]
+)
+def test_a_child_name_the_core_would_refuse_is_refused_here(name: str) -> None:
+    """The core refuses a whole submission whose child name has a control character or is
+    over 4,096 bytes (a code archive's member named with a newline ended dead as
+    `protocol`): the builder says so where the name is made."""
+    assert not is_child_name(name)
+    builder = IngestionResultBuilder()
+    with pytest.raises(BuilderError, match="control characters"):
+        builder.add_child_job("code", name)
+    longest = "é" * (wire_rules.MAX_CHILD_NAME_BYTES // 2)
+    assert is_child_name(longest)
+    builder.add_child_job("code", longest)
 
 
 # -- ambiguities ----------------------------------------------------------------------------

@@ -292,6 +292,14 @@ def test_crawl_scope_rules() -> None:
     )
 
 
+def test_links_no_child_job_can_be_named_after_are_not_followed() -> None:
+    """A link with a control character left in its path, or one over 4,096 bytes, made a
+    child name the core refuses, and the core refused the page's whole submission."""
+    links = ["http://h.test/a\x01b", "http://h.test/" + "q" * 5000, "http://h.test/ok"]
+    planned = plan_children(links, "http://h.test/", settings_from({"crawl_depth": 1}, "UA"), {})
+    assert [c.url for c in planned] == ["http://h.test/ok"]
+
+
 def test_the_crawl_ledger_spends_budget_on_new_pages_only(site: Site, worker: WebWorker) -> None:
     """Pages of one crawl that link to each other: a page does not hand out a link another
     page of the crawl already handed out (its budget goes to new pages), and a retried

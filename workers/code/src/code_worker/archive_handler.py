@@ -26,6 +26,7 @@ import blake3
 from workers_common import IngestionResultBuilder, Job, NodeRef, TooLarge
 
 from .archive import ArchiveLimits, Listing, Member, read_archive
+from .ids import child_name, file_id, package_id, repository_id
 from .layout import Layout
 from .limits import (
     DEFAULT_MAX_ARCHIVE_BYTES,
@@ -35,8 +36,6 @@ from .limits import (
     DEFAULT_MAX_TOTAL_BYTES,
     int_option,
 )
-from .manifests import package_id
-from .projection import file_id
 from .repository import Repository, plan_repository
 
 __all__ = ["archive_root", "handle_archive"]
@@ -103,7 +102,7 @@ def _child(
             "limit": limits.max_file_bytes,
             "what": "max_file_bytes",
         }
-        return _Child(f"code:{root}/{member.path}@{member.size}-bytes", options, None)
+        return _Child(child_name(root, member.path, f"{member.size}-bytes"), options, None)
     options.update(layout.options_for(member.path))
     language = repo.languages[member.path]
     if language == "go" and repo.go_modules:
@@ -114,7 +113,7 @@ def _child(
         if folder in repo.crate_names:
             options["crate"] = repo.crate_names[folder]
     digest = blake3.blake3(member.data).hexdigest()
-    return _Child(f"code:{root}/{member.path}@{digest}", options, member.data)
+    return _Child(child_name(root, member.path, digest), options, member.data)
 
 
 def _packages(builder: IngestionResultBuilder, repo: Repository, repo_ref: NodeRef) -> None:
@@ -173,10 +172,6 @@ def _repository_node(
     if repo.bad_manifests:
         props["bad_manifests"] = sorted(repo.bad_manifests)[:100]
     return builder.add_node(["REPOSITORY"], props, id=repository_id(root))
-
-
-def repository_id(root: str) -> str:
-    return f"code:repo:{root}"
 
 
 def handle_archive(job: Job) -> Generator[dict[str, Any], Sequence[str], None]:

@@ -15,7 +15,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["MANIFEST_NAMES", "Package", "package_id", "parse_manifest"]
+__all__ = ["MANIFEST_NAMES", "Package", "parse_manifest"]
 
 MANIFEST_NAMES = frozenset({"Cargo.toml", "pyproject.toml", "package.json", "go.mod"})
 _PEP508_NAME = re.compile(r"\s*([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)")
@@ -30,10 +30,6 @@ class Package:
     manifest: str
     dependencies: tuple[tuple[str, str], ...]
     """(name, kind), sorted."""
-
-
-def package_id(ecosystem: str, name: str) -> str:
-    return f"code:pkg:{ecosystem}/{name}"
 
 
 def _pypi(name: str) -> str:

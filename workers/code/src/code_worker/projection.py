@@ -14,8 +14,9 @@ from dataclasses import dataclass
 
 import blake3
 
-from workers_common import SUBMISSION_CAPS, IngestionResultBuilder, NodeRef, TooLarge, is_node_id
+from workers_common import SUBMISSION_CAPS, IngestionResultBuilder, NodeRef, TooLarge
 
+from .ids import file_id, symbol_id
 from .languages import Spec
 from .languages.base import FileContext, body_start, one_line
 from .languages.rust import module_of_path
@@ -36,14 +37,6 @@ class FileIdentity:
     root: str
     path: str
     language: str
-
-
-def file_id(root: str, path: str) -> str:
-    return f"code:file:{root}/{path}"
-
-
-def symbol_id(root: str, id_path: str, key: str) -> str:
-    return f"code:sym:{root}/{id_path}#{key}"
 
 
 def _signature(definition: Definition, source: bytes) -> str:
@@ -104,9 +97,6 @@ class _Projector:
                 props[key] = counts[key]
             if counts["calls_to_undefined"]:  # part of calls_unresolved (symbols.py)
                 props["calls_to_undefined"] = counts["calls_to_undefined"]
-            unlinkable = _unlinkable(self.ident.root, model)
-            if unlinkable:  # ids no node can have (control characters, over 512 bytes)
-                props["unlinkable_refs"] = unlinkable
             written = sorted({ref.written for ref in model.imports})
             props["imports"] = written[:_IMPORTS_LISTED]
             if len(written) > _IMPORTS_LISTED:
@@ -198,7 +188,7 @@ class _Projector:
     def _imports(self, model: FileModel, file_ref: NodeRef) -> None:
         own = file_id(self.ident.root, self.ident.path)
         for target in _import_targets(self.ident.root, model):
-            if target != own and is_node_id(target):
+            if target != own:
                 self.builder.add_relationship("IMPORTS", from_ref=file_ref, to_id=target)
 
     def _calls(self, model: FileModel, file_ref: NodeRef) -> None:
@@ -227,8 +217,6 @@ class _Projector:
         for (caller, target_id), count in sorted(
             cross.items(), key=lambda kv: (position[kv[0][0]], kv[0][1])
         ):
-            if not is_node_id(target_id):  # counted on the FILE as unlinkable_refs
-                continue
             from_ref = file_ref if caller == -1 else self.refs[caller]
             self.builder.add_relationship(
                 "CALLS",
@@ -240,20 +228,6 @@ class _Projector:
 
 def _import_targets(root: str, model: FileModel) -> list[str]:
     return sorted({file_id(root, r.file_path) for r in model.imports if r.file_path})
-
-
-def _unlinkable(root: str, model: FileModel) -> int:
-    """Imports and cross-file calls whose target id cannot be a node id (a corrupt file's
-    control characters in a module name): not linked, counted, never a failure (a
-    flipped byte made the builder refuse the edge and the job end `transient`; found by
-    the fault suite)."""
-    targets = [t for t in _import_targets(root, model) if not is_node_id(t)]
-    cross = {
-        symbol_id(root, e.target.path, e.target.member)
-        for e in model.calls
-        if e.local is None and e.target is not None and e.target.member
-    }
-    return len(targets) + sum(not is_node_id(t) for t in cross)
 
 
 def _check_size(model: FileModel) -> None:

@@ -158,6 +158,12 @@ def _scope_name(spec: Spec, node: Node, name_node: Node, source: bytes) -> str:
     return node_text(name_node, source)
 
 
+def _name(spec: Spec, name_node: Node, source: bytes) -> str:
+    if spec.name_text is not None:
+        return spec.name_text(name_node, source)
+    return node_text(name_node, source)
+
+
 def _collect(
     spec: Spec, tree: Tree, source: bytes
 ) -> tuple[list[Definition], list[Node], list[tuple[Node, Node]]]:
@@ -182,7 +188,7 @@ def _collect(
                 name = (
                     _scope_name(spec, node, name_node, source)
                     if label is None
-                    else node_text(name_node, source)
+                    else _name(spec, name_node, source)
                 )
                 defs.setdefault(
                     (node.start_byte, -node.end_byte), Definition(label, name, node, name_node)

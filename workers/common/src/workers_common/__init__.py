@@ -48,6 +48,7 @@ from .result import (
     NodeRef,
     SpanRef,
     ValidTime,
+    is_child_name,
     is_node_id,
 )
 from .wire import EncodedRun
@@ -81,6 +82,7 @@ __all__ = [
     "WorkerConsumer",
     "WorkerFailure",
     "describe_failure",
+    "is_child_name",
     "is_node_id",
     "normalize_canonical",
 ]

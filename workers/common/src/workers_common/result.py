@@ -39,6 +39,7 @@ __all__ = [
     "TooManySpanRefs",
     "ValidTime",
     "clarify_enabled",
+    "is_child_name",
     "is_node_id",
 ]
 
@@ -206,6 +207,17 @@ def is_node_id(text: str) -> bool:
     return (
         bool(text)
         and len(text.encode("utf-8", "surrogatepass")) <= wire_rules.MAX_NODE_ID_BYTES
+        and not _CONTROL.search(text)
+    )
+
+
+def is_child_name(text: str) -> bool:
+    """Whether `text` can name a child job on the wire (1..=4096 UTF-8 bytes, no control
+    characters): a worker that derives names from its input (an archive's member paths)
+    checks before it asks, as the core refuses the whole submission otherwise."""
+    return (
+        bool(text)
+        and len(text.encode("utf-8", "surrogatepass")) <= wire_rules.MAX_CHILD_NAME_BYTES
         and not _CONTROL.search(text)
     )
 
@@ -573,6 +585,11 @@ class IngestionResultBuilder:
         """Asks the core to enqueue a child job (an attachment, a crawled page, a file)."""
         child: dict[str, JsonValue] = {"format": _text(format, "format")}
         child_name = _text(name, "name")
+        if not is_child_name(child_name):
+            raise BuilderError(
+                f"child job name must be 1..={wire_rules.MAX_CHILD_NAME_BYTES} bytes without"
+                " control characters"
+            )
         if child_name in self._child_names:
             raise BuilderError(f"child job {child_name!r} is already in this submission")
         child["name"] = child_name

@@ -24,6 +24,8 @@ from urllib.parse import urlsplit
 
 import blake3
 
+from workers_common import is_child_name
+
 from .options import INHERITED, Settings
 
 __all__ = ["Child", "Claim", "child_name", "crawl_id", "plan_children"]
@@ -84,7 +86,16 @@ def plan_children(
     root = settings.crawl_root or page_url
     budget = settings.crawl_budget - 1
     this_crawl = settings.crawl_id or root_id
-    candidates = [u for u in links if u not in (page_url, root) and _in_scope(u, settings, host)]
+    # A link no child job may be named after (a control character that survived
+    # normalization, over 4,096 bytes) is not followed: the core would refuse the page's
+    # whole submission for it.
+    candidates = [
+        u
+        for u in links
+        if u not in (page_url, root)
+        and _in_scope(u, settings, host)
+        and is_child_name(child_name(u))
+    ]
     if budget <= 0:
         return []
     if claim is not None and this_crawl:

@@ -119,6 +119,9 @@ class Spec:
     module are not in scope without `super::`)."""
     scope_name: Callable[[Node, bytes], str] | None = None
     """How a `@scope` capture is named (Rust: the impl's type without generics)."""
+    name_text: Callable[[Node, bytes], str] | None = None
+    """How a definition's `@name` is spelled when not as written (C++: a qualified name
+    written over several lines, `C::\nf`, is `C::f`)."""
     scope_is_type: bool = False
     """Whether a `@scope` is a type (a Rust impl: its functions are METHODs) or not (a C++
     namespace)."""

@@ -11,6 +11,7 @@ source's, so such calls are counted as unresolved.
 from __future__ import annotations
 
 import posixpath
+import re
 
 import tree_sitter_c
 import tree_sitter_cpp
@@ -18,7 +19,9 @@ from tree_sitter import Node
 
 from .base import CallForm, FileContext, ImportRef, Spec, comment_block, node_text
 
-__all__ = ["CPP", "C"]
+__all__ = ["CPP", "C", "spelled"]
+
+_WORD = re.compile(r"\w")
 
 
 def imports(node: Node, ctx: FileContext) -> list[ImportRef]:
@@ -51,6 +54,32 @@ def _scoped(node: Node, source: bytes) -> list[str] | None:
         template = node.child_by_field_name("name")
         return None if template is None else _scoped(template, source)
     return None
+
+
+def spelled(node: Node, source: bytes) -> str:
+    """A declarator's name as its tokens spell it, comments and line breaks left out: one
+    space only between two words (`operator new`, `Map<unsigned int>`), none elsewhere
+    (`C::f`). Macro-heavy headers write `C_DEC::` and the name on separate lines (GCC's
+    libstdc++ pb_ds): taken as written, the name held a newline, no id could carry it,
+    and each such header's job ended `transient`."""
+    tokens: list[str] = []
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if current.type == "comment":
+            continue
+        if current.child_count == 0:
+            text = node_text(current, source)
+            if text.strip():
+                tokens.append(" ".join(text.split()))
+            continue
+        stack.extend(reversed(current.children))
+    spelled_name = ""
+    for token in tokens:
+        if spelled_name and _WORD.match(spelled_name[-1]) and _WORD.match(token[0]):
+            spelled_name += " "
+        spelled_name += token
+    return spelled_name
 
 
 def callee(_call: Node, node: Node, ctx: FileContext) -> CallForm | None:
@@ -112,6 +141,7 @@ C = Spec(
     callee=callee,
     doc=_doc,
     visibility=_c_visibility,
+    name_text=spelled,
 )
 CPP = Spec(
     name="cpp",
@@ -123,4 +153,5 @@ CPP = Spec(
     doc=_doc,
     visibility=_cpp_visibility,
     members_visible_bare=True,
+    name_text=spelled,
 )
