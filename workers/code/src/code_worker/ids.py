@@ -25,13 +25,14 @@ _HASHED_HEX = 32
 """Hex digits of blake3 kept in a hashed id (128 bits)."""
 
 
+def _digest(text: str) -> str:
+    return blake3.blake3(text.encode("utf-8", "surrogatepass")).hexdigest()[:_HASHED_HEX]
+
+
 def code_id(kind: str, tail: str) -> str:
     """`code:<kind>:<tail>`, or its hashed form when that cannot be a node id."""
     natural = f"code:{kind}:{tail}"
-    if is_node_id(natural):
-        return natural
-    digest = blake3.blake3(tail.encode("utf-8", "surrogatepass")).hexdigest()[:_HASHED_HEX]
-    return f"code:{kind}:~{digest}"
+    return natural if is_node_id(natural) else f"code:{kind}:~{_digest(tail)}"
 
 
 def file_id(root: str, path: str) -> str:
@@ -54,7 +55,4 @@ def child_name(root: str, path: str, version: str) -> str:
     """`code:<root>/<path>@<version>` (version: the blake3 of the bytes), or, when no
     child job may be named so, `code:~<blake3 of root/path>@<version>`."""
     natural = f"code:{root}/{path}@{version}"
-    if is_child_name(natural):
-        return natural
-    digest = blake3.blake3(f"{root}/{path}".encode("utf-8", "surrogatepass")).hexdigest()
-    return f"code:~{digest[:_HASHED_HEX]}@{version}"
+    return natural if is_child_name(natural) else f"code:~{_digest(f'{root}/{path}')}@{version}"

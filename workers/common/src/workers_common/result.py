@@ -200,35 +200,34 @@ def _identifier(value: object, what: str) -> str:
     return text
 
 
+def _fits_wire(text: str, max_bytes: int) -> bool:
+    """The core's rule for ids and names: 1..=max_bytes UTF-8 bytes, no control characters."""
+    return (
+        bool(text)
+        and len(text.encode("utf-8", "surrogatepass")) <= max_bytes
+        and not _CONTROL.search(text)
+    )
+
+
 def is_node_id(text: str) -> bool:
     """Whether `text` can be a node id on the wire (1..=512 UTF-8 bytes, no control
     characters): a projection that derives ids from its input (a path, an imported name)
     checks before it links, and counts what it cannot link."""
-    return (
-        bool(text)
-        and len(text.encode("utf-8", "surrogatepass")) <= wire_rules.MAX_NODE_ID_BYTES
-        and not _CONTROL.search(text)
-    )
+    return _fits_wire(text, wire_rules.MAX_NODE_ID_BYTES)
 
 
 def is_child_name(text: str) -> bool:
     """Whether `text` can name a child job on the wire (1..=4096 UTF-8 bytes, no control
     characters): a worker that derives names from its input (an archive's member paths)
     checks before it asks, as the core refuses the whole submission otherwise."""
-    return (
-        bool(text)
-        and len(text.encode("utf-8", "surrogatepass")) <= wire_rules.MAX_CHILD_NAME_BYTES
-        and not _CONTROL.search(text)
-    )
+    return _fits_wire(text, wire_rules.MAX_CHILD_NAME_BYTES)
 
 
 def _node_id(value: object, what: str, *, given: bool) -> str:
     """A node id: 1..=512 UTF-8 bytes without control characters. A worker may refer to
     an id of the core's form (`n<digits>`) but not give one: those are the core's."""
     text = _text(value, what)
-    if len(text.encode("utf-8", "surrogatepass")) > wire_rules.MAX_NODE_ID_BYTES or _CONTROL.search(
-        text
-    ):
+    if not is_node_id(text):
         raise BuilderError(
             f"{what} must be 1..={wire_rules.MAX_NODE_ID_BYTES} bytes without control characters"
         )
