@@ -170,6 +170,29 @@ ESCAPES_TSV = _lines(
     "backslash\tC:\\temp",
     "nfd\tCafe\u0301 \U0001f600",
 )
+# The shape of Debian's /usr/share/package-lists/pypi.tsv: no quoting, as IANA's
+# text/tab-separated-values and most programs that write TSV have it, so `"` is literal
+# wherever it stands: inside a field, at a field's start closed by a space, an odd number
+# of times in a line, and around a whole field (kept: nothing says it quotes).
+LITERAL_QUOTES_TSV = _lines(
+    "name\tversion\tsummary",
+    '2or3\t0.1.0\tWrites a byte (either "2" or "3") to stdout',
+    'agentk\t1.0\t"AGENT" K is a kubectl "doner"-wrap',
+    'ruler\t2.0\tMeasures 12" screens',
+    'framework\t3.0\t"A simple web framework"',
+    'open\t4.0\t"an unclosed summary',
+    'last\t5.0\tends with a quote"',
+)
+# What Excel's "Text (Tab delimited)" writes: fields holding a tab, a line break or a quote
+# are quoted, and their quotes doubled.
+EXCEL_TSV = _lines(
+    "id\tnote\tauthor",
+    '1\t"a\tb"\tana',
+    '2\t"She said ""hi"""\tbo',
+    '3\t"line one\r\nline two"\tcy',
+    '4\t"plain"\tdi',
+    eol="\r\n",
+)
 
 CORPUS: dict[str, Fixture] = {
     # Every inferred type, an empty cell per column type (null), LF endings.
@@ -211,6 +234,8 @@ CORPUS: dict[str, Fixture] = {
     # Tabs, backslashes and line breaks inside fields are escaped; NFD becomes NFC; an
     # emoji is four bytes: spans count UTF-8 bytes of the rendered text.
     "escapes-unicode": Fixture("escapes.tsv", ESCAPES_TSV),
+    "literal-quotes": Fixture("packages.tsv", LITERAL_QUOTES_TSV),
+    "excel-quoted-tsv": Fixture("excel.tsv", EXCEL_TSV),
     "workbook": Fixture("book.xlsx", xlsx_bytes()),
     "typed-parquet": Fixture("typed.parquet", parquet_bytes()),
     # Invalid UTF-8 inside otherwise UTF-8 text: replaced with U+FFFD and counted.
@@ -298,6 +323,17 @@ BAD: dict[str, tuple[Fixture, str, str]] = {
         Fixture("opt.csv", b"a\n1\n", {"chunk_rows": 0}),
         "invalid_input",
         "chunk_rows",
+    ),
+    "bad-quoting-option": (
+        Fixture("quoting.csv", b"a\n1\n", {"quoting": "double"}),
+        "invalid_input",
+        "option quoting must be one of auto, csv, none",
+    ),
+    # Literal quotes read as RFC 4180 because the job said so: `"AGENT" K` is malformed.
+    "literal-quotes-read-as-csv": (
+        Fixture("forced.tsv", LITERAL_QUOTES_TSV, {"quoting": "csv"}),
+        "invalid_input",
+        "set option quoting=none",
     ),
     # Issue 16: an encrypted xlsx (an OLE2 EncryptedPackage) was an "invalid input".
     "password-protected": (

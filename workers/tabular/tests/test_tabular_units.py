@@ -18,7 +18,7 @@ from tabular_worker.blocks import last_boundary, record_runs
 from tabular_worker.dates import _DMY, _ISO, VoteCarry, effective_column, with_readings
 from tabular_worker.profile import column_names
 from tabular_worker.rows import escape
-from tabular_worker.sniff import _LineGuard, _sniff_delimiter
+from tabular_worker.sniff import _LineGuard, _sniff_delimiter, _writer_quoted
 from workers_common import TooLarge
 from workers_common.conformance import check_submissions, run_handler
 
@@ -141,6 +141,41 @@ def test_readings_are_the_patterns_numbers_as_dates(cells: list[str]) -> None:
 )
 def test_sniff_delimiter(sample: str, delimiter: str) -> None:
     assert _sniff_delimiter(sample) == delimiter
+
+
+@pytest.mark.parametrize(
+    ("sample", "delimiter", "complete", "quoted"),
+    [
+        ("a\tb\n1\t2\n", "\t", True, True),  # no quote: nothing says otherwise
+        ('a\tb\n1\t"plain"\n', "\t", True, True),  # neither way: RFC 4180
+        ('a\tb\n1\t"x\ty"\n', "\t", True, True),  # a quoted tab
+        ('a,b\n1,"x\ny"\n', ",", True, True),  # a quoted line break
+        ('a,b\n1,"say ""hi"""\n', ",", True, True),  # doubled quotes
+        ('a,b\n1,""\n', ",", True, True),  # an empty quoted field
+        ('a\tb\n1\tsays "hi"\n', "\t", True, False),  # quotes inside a field
+        ('a\tb\n1\t"AGENT" K\n', "\t", True, False),  # closed by a space
+        ('a,b\n1,12" screen\n', ",", True, False),
+        ('a\tb\n1\t"open\n', "\t", True, False),  # never closed in the whole file
+        ('a\tb\n1\t"open\n', "\t", False, True),  # maybe closed past the head
+        # More quoted fields than literal quotes: the writer quotes, one slip aside.
+        ('a,b\n"x,1",2\n"y,2",3\n4,5" pipe\n', ",", True, True),
+        ('a\tb\n"x\t1"\t2\n1\tsay "a" and "b"\n', "\t", True, False),
+    ],
+)
+def test_quoting_is_read_from_the_evidence(
+    sample: str, delimiter: str, complete: bool, quoted: bool
+) -> None:
+    assert _writer_quoted(sample, delimiter, complete=complete) is quoted
+
+
+def test_unquoted_runs_cut_at_every_lf(tmp_path: Path) -> None:
+    """Without quoting, an odd quote opens nothing: each run ends at its block's last LF."""
+    path = tmp_path / "runs.tsv"
+    path.write_bytes(b'a\t"b\n1\t2"\n3\t4\n')
+    runs = list(record_runs(path, block_bytes=8, max_record_bytes=64, quoted=False))
+    assert runs == [b'a\t"b\n', b'1\t2"\n3\t4\n']
+    quoted = list(record_runs(path, block_bytes=8, max_record_bytes=64))
+    assert quoted == [b'a\t"b\n1\t2"\n3\t4\n']  # one field spans the first LF
 
 
 def test_line_guard_counts_across_chunks() -> None:

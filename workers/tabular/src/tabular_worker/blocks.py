@@ -7,8 +7,10 @@ a record boundary, outside quotes): a doubled quote `""` flips it twice, and the
 CRLF ends the record with its CR. That is how polars splits csv text itself (a stray
 quote inside an unquoted field fails its parse either way). A record still unfinished past
 `max_record_bytes` — a 1 GB line, or one quoted field spanning many short lines — is
-too_large before more of it is buffered. Each run is parsed by `pl.read_csv` on its bytes,
-with the schema fixed from the head of the file, so no block is ever mapped or read ahead.
+too_large before more of it is buffered. Text without quoting (sniff.py) is cut at its
+last LF, every `"` in it being a literal character. Each run is parsed by `pl.read_csv` on
+its bytes, with the schema fixed from the head of the file, so no block is ever mapped or
+read ahead.
 """
 
 from __future__ import annotations
@@ -42,9 +44,17 @@ def last_boundary(data: bytes) -> int:
         end, parity = quote, parity ^ 1
 
 
-def record_runs(path: Path, *, block_bytes: int, max_record_bytes: int) -> Iterator[bytes]:
+def _last_lf(data: bytes) -> int:
+    lf = data.rfind(_LF)
+    return lf + 1 if lf >= 0 else -1
+
+
+def record_runs(
+    path: Path, *, block_bytes: int, max_record_bytes: int, quoted: bool = True
+) -> Iterator[bytes]:
     """Successive runs of whole records of the file at `path` (the last one may lack its
     final LF), a UTF-8 byte-order mark dropped; raises TooLarge as the module says."""
+    boundary = last_boundary if quoted else _last_lf
     carry = b""
     offset = 0  # of `carry`'s first byte in the file
     with path.open("rb") as handle:
@@ -53,7 +63,7 @@ def record_runs(path: Path, *, block_bytes: int, max_record_bytes: int) -> Itera
             head, offset = head[len(_BOM) :], len(_BOM)
         for block in chain([head], iter(lambda: handle.read(block_bytes), b"")):
             data = carry + block if carry else block
-            cut = last_boundary(data)
+            cut = boundary(data)
             if cut > 0:
                 yield data[:cut]
                 offset += cut

@@ -14,9 +14,11 @@ from typing import Any, Literal, get_args
 from workers_common import InvalidInput
 from workers_common.result import clarify_enabled
 
-__all__ = ["DateOrder", "TabularOptions"]
+__all__ = ["DateOrder", "Quoting", "TabularOptions"]
 
 DateOrder = Literal["auto", "day-first", "month-first"]
+Quoting = Literal["auto", "csv", "none"]
+"""How csv/tsv fields are quoted: detected, RFC 4180 (`"a, b"`, `""` inside), or not at all."""
 
 # (minimum, maximum) per integer option. chunk_rows stays well under the core's per
 # submission caps (100,000 nodes, 200,000 edges: a partial holds a ROW and a HAS_ROW per
@@ -59,6 +61,9 @@ class TabularOptions:
     """How ambiguous dd/mm vs mm/dd cells are read: by votes (auto) or forced."""
     delimiter: str | None = None
     """csv/tsv: the field separator, instead of detecting it."""
+    quoting: Quoting = "auto"
+    """csv/tsv: `csv` (RFC 4180 quoted fields) or `none` (every `"` literal), instead of
+    detecting it."""
     clarify: bool = False
     """Record ambiguities (options.clarify, as the builder reads it)."""
 
@@ -73,7 +78,9 @@ class TabularOptions:
             if field.name in _BOUNDS:
                 values[field.name] = _bounded_int(field.name, raw)
             elif field.name == "date_order":
-                values[field.name] = _date_order(raw)
+                values[field.name] = _choice(field.name, raw, DateOrder)
+            elif field.name == "quoting":
+                values[field.name] = _choice(field.name, raw, Quoting)
             elif field.name == "delimiter":
                 values[field.name] = _delimiter(raw)
         return cls(**values)
@@ -86,13 +93,14 @@ def _bounded_int(name: str, raw: object) -> int:
     return raw
 
 
-def _date_order(raw: object) -> DateOrder:
-    for choice in get_args(DateOrder):
+def _choice(name: str, raw: object, choices: Any) -> str:
+    """`raw` when it is one of the Literal type `choices`' values."""
+    for choice in get_args(choices):
         if raw == choice:
-            order: DateOrder = choice
-            return order
-    allowed = ", ".join(get_args(DateOrder))
-    raise InvalidInput(f"option date_order must be one of {allowed}, not {raw!r}")
+            chosen: str = choice
+            return chosen
+    allowed = ", ".join(get_args(choices))
+    raise InvalidInput(f"option {name} must be one of {allowed}, not {raw!r}")
 
 
 def _delimiter(raw: object) -> str:

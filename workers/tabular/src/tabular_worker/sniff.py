@@ -10,6 +10,16 @@ but by the block reader, blocks.py, with the same limit.)
 
 The delimiter is chosen from the decoded head of the file: among `, \\t ; |` the one that
 splits the first records into the most consistent number of fields.
+
+So is the quoting. RFC 4180 quotes a field that holds a delimiter, a line break or a quote,
+and doubles the quotes inside it; IANA's text/tab-separated-values has no quoting at all,
+and most programs that write TSV (database dumps, package indexes, scientific tables) put
+`"` in fields literally. The two read the same text differently, so the head of the file
+is searched for evidence of each: a quote inside an unquoted field, or a quoted field
+closed by anything but a delimiter or line end, is text its writer did not quote; a
+quoted field holding a delimiter, a line break or a doubled quote is text that was. The
+larger count wins; without either (no quotes, or only `"plain"` fields) the file is read
+as RFC 4180. Option `quoting` overrides.
 """
 
 from __future__ import annotations
@@ -26,6 +36,8 @@ from pathlib import Path
 from charset_normalizer import from_bytes
 
 from workers_common import InvalidInput, TooLarge
+
+from .options import Quoting
 
 __all__ = ["TextFile", "prepare_text"]
 
@@ -93,10 +105,18 @@ class TextFile:
     """The widest record among the first ones (at least the header's field count)."""
     header_width: int
     """Fields in the first record; 0 for a file without any (empty, blank)."""
+    quoted: bool
+    """Fields may be quoted as RFC 4180 says; False: every `"` is a literal character."""
 
 
 def prepare_text(
-    source: Path, fmt: str, workdir: Path, *, max_line_bytes: int, delimiter: str | None = None
+    source: Path,
+    fmt: str,
+    workdir: Path,
+    *,
+    max_line_bytes: int,
+    delimiter: str | None = None,
+    quoting: Quoting = "auto",
 ) -> TextFile:
     """Checks and, when needed, rewrites `source` as UTF-8 under `workdir`."""
     with source.open("rb") as handle:
@@ -118,7 +138,10 @@ def prepare_text(
     sample = _decoded_head(target)
     _refuse_binary_text(sample, fmt)
     chosen = delimiter or ("\t" if fmt == "tsv" else _sniff_delimiter(sample))
-    widths = _field_counts(sample, chosen)
+    quoted = quoting == "csv" or (
+        quoting == "auto" and _writer_quoted(sample, chosen, complete=_is_whole(target, sample))
+    )
+    widths = _field_counts(sample, chosen, quoted=quoted)
     return TextFile(
         path=target,
         encoding=encoding,
@@ -126,6 +149,7 @@ def prepare_text(
         delimiter=chosen,
         width=max(widths, default=0),
         header_width=widths[0] if widths else 0,
+        quoted=quoted,
     )
 
 
@@ -257,10 +281,16 @@ def _refuse_binary_text(sample: str, fmt: str) -> None:
         )
 
 
-def _field_counts(sample: str, delimiter: str) -> list[int]:
+def _field_counts(sample: str, delimiter: str, *, quoted: bool = True) -> list[int]:
     counts: list[int] = []
+    lines = io.StringIO(sample, newline="")
+    reader = (
+        csv.reader(lines, delimiter=delimiter)
+        if quoted
+        else csv.reader(lines, delimiter=delimiter, quoting=csv.QUOTE_NONE)
+    )
     try:
-        for record in csv.reader(io.StringIO(sample, newline=""), delimiter=delimiter):
+        for record in reader:
             if record:  # blank lines are no records
                 counts.append(len(record))
             if len(counts) >= _SNIFF_RECORDS:
@@ -283,3 +313,48 @@ def _sniff_delimiter(sample: str) -> str:
         if score > best_score:  # ties keep the earlier candidate: deterministic
             best, best_score = candidate, score
     return best
+
+
+def _is_whole(path: Path, sample: str) -> bool:
+    """Whether `sample` is the whole file (then a quote left open at its end is unclosed)."""
+    return path.stat().st_size <= _SAMPLE
+
+
+def _writer_quoted(sample: str, delimiter: str, *, complete: bool) -> bool:
+    """Whether the head of the file reads as RFC 4180 quoting rather than literal quotes
+    (the module's rule). Only the quotes are visited, at most `_QUOTE_EVENTS` of them."""
+    ends = (delimiter, "\r", "\n")
+    quoting = literal = 0
+    opened = -1  # where the open quoted field began, or -1 outside quotes
+    escaped = False  # the open field holds a doubled quote
+    skip = -1  # the second quote of a doubled pair
+    for events, match in enumerate(_QUOTE.finditer(sample)):
+        if events >= _QUOTE_EVENTS:
+            break
+        at = match.start()
+        if at == skip:
+            continue
+        if opened < 0:
+            if at == 0 or sample[at - 1] in ends:
+                opened, escaped = at, False
+            else:
+                literal += 1  # `5" pipe`: a quote inside an unquoted field
+            continue
+        after = sample[at + 1 : at + 2]
+        if after == '"':
+            escaped, skip = True, at + 1
+        elif after == "" or after in ends:
+            inside = sample[opened + 1 : at]
+            if escaped or delimiter in inside or "\n" in inside:
+                quoting += 1
+            opened = -1
+        else:
+            literal += 1  # `"AGENT" K is`: closed by neither a delimiter nor a line end
+            opened = -1
+    if opened >= 0 and complete:
+        literal += 1  # a quote never closed
+    return quoting >= literal
+
+
+_QUOTE = re.compile('"')
+_QUOTE_EVENTS = 20_000

@@ -71,12 +71,18 @@ def _text_table(fmt: str, path: Path, options: TabularOptions, workdir: Path) ->
             max_bytes=options.max_decompressed_bytes,
         )
     text = prepare_text(
-        path, fmt, workdir, max_line_bytes=options.max_line_bytes, delimiter=options.delimiter
+        path,
+        fmt,
+        workdir,
+        max_line_bytes=options.max_line_bytes,
+        delimiter=options.delimiter,
+        quoting=options.quoting,
     )
     facts: dict[str, JsonValue] = {
         **({"compression": compression} if compression else {}),
         "encoding": text.encoding,
         "delimiter": text.delimiter,
+        **({} if text.quoted else {"quoting": "none"}),
         "replaced_sequences": text.replaced,
     }
     if text.header_width == 0:
@@ -87,7 +93,10 @@ def _text_table(fmt: str, path: Path, options: TabularOptions, workdir: Path) ->
     def frames() -> Iterator[pl.DataFrame]:
         """Every record of the file (the header first), block by block."""
         for run in record_runs(
-            text.path, block_bytes=options.block_bytes, max_record_bytes=options.max_line_bytes
+            text.path,
+            block_bytes=options.block_bytes,
+            max_record_bytes=options.max_line_bytes,
+            quoted=text.quoted,
         ):
             frame = _parse(fmt, run, text, schema)
             if frame.height:
@@ -116,14 +125,20 @@ def _parse(fmt: str, run: bytes, text: TextFile, schema: pl.Schema) -> pl.DataFr
             run,
             has_header=False,
             separator=text.delimiter,
-            quote_char='"',
+            quote_char='"' if text.quoted else None,
             schema=schema,
             missing_columns="insert",
             empty_string_is_null=False,
             raise_if_empty=False,
         )
     except pl.exceptions.PolarsError as err:
-        raise InvalidInput(polars_reason(fmt, err)) from err
+        reason = polars_reason(fmt, err)
+        if text.quoted and b'"' in run:
+            reason += (
+                ' (read with RFC 4180 quoting; if `"` is a plain character in this file, '
+                "set option quoting=none)"
+            )
+        raise InvalidInput(reason) from err
 
 
 def polars_reason(fmt: str, err: Exception) -> str:
