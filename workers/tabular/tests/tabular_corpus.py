@@ -193,6 +193,26 @@ EXCEL_TSV = _lines(
     '4\t"plain"\tdi',
     eol="\r\n",
 )
+# A World Bank download: a preamble (two key-value lines and blank ones) before a header
+# 68 columns wide in the original, every record ending with a comma.
+WORLD_BANK_CSV = _lines(
+    '"Data Source","World Development Indicators",',
+    "",
+    '"Last Updated Date","2024-06-28",',
+    "",
+    '"Country Name","Country Code","Indicator Name","Indicator Code","1960","1961",',
+    '"Aruba","ABW","Population, total","SP.POP.TOTL","54608","55811",',
+    '"Africa Eastern and Southern","AFE","Population, total","SP.POP.TOTL","130692579",'
+    '"134169237",',
+)
+# Excel's delimiter directive, as a European export has it (decimal commas, CRLF).
+EXCEL_SEP_CSV = _lines(
+    "sep=;", "Name;Value;Date", "A;1,5;01.02.2024", "B;2,25;15.03.2024", eol="\r\n"
+)
+# `#` comments before a two-column table.
+COMMENTED_CSV = _lines(
+    "# exported by logger 2.1", "# units: celsius", "t,value", "0,21.5", "1,21.7"
+)
 
 CORPUS: dict[str, Fixture] = {
     # Every inferred type, an empty cell per column type (null), LF endings.
@@ -236,6 +256,11 @@ CORPUS: dict[str, Fixture] = {
     "escapes-unicode": Fixture("escapes.tsv", ESCAPES_TSV),
     "literal-quotes": Fixture("packages.tsv", LITERAL_QUOTES_TSV),
     "excel-quoted-tsv": Fixture("excel.tsv", EXCEL_TSV),
+    "preamble": Fixture("worldbank.csv", WORLD_BANK_CSV),
+    "excel-sep-directive": Fixture("excel-sep.csv", EXCEL_SEP_CSV),
+    "comment-lines": Fixture("logger.csv", COMMENTED_CSV),
+    # The job says where the header is: the first two records are a preamble.
+    "skip-rows-option": Fixture("skip.csv", _lines("title", "x,y", "a,b", "1,2"), {"skip_rows": 2}),
     "workbook": Fixture("book.xlsx", xlsx_bytes()),
     "typed-parquet": Fixture("typed.parquet", parquet_bytes()),
     # Invalid UTF-8 inside otherwise UTF-8 text: replaced with U+FFFD and counted.
@@ -328,6 +353,11 @@ BAD: dict[str, tuple[Fixture, str, str]] = {
         Fixture("quoting.csv", b"a\n1\n", {"quoting": "double"}),
         "invalid_input",
         "option quoting must be one of auto, csv, none",
+    ),
+    "bad-skip-rows": (
+        Fixture("skip.csv", b"a\n1\n", {"skip_rows": 101}),
+        "invalid_input",
+        "option skip_rows must be an integer in [0, 100]",
     ),
     # Literal quotes read as RFC 4180 because the job said so: `"AGENT" K` is malformed.
     "literal-quotes-read-as-csv": (

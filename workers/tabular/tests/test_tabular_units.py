@@ -18,7 +18,13 @@ from tabular_worker.blocks import last_boundary, record_runs
 from tabular_worker.dates import _DMY, _ISO, VoteCarry, effective_column, with_readings
 from tabular_worker.profile import column_names
 from tabular_worker.rows import escape
-from tabular_worker.sniff import _LineGuard, _sniff_delimiter, _writer_quoted
+from tabular_worker.sniff import (
+    _LineGuard,
+    _preamble_records,
+    _records,
+    _sniff_delimiter,
+    _writer_quoted,
+)
 from workers_common import TooLarge
 from workers_common.conformance import check_submissions, run_handler
 
@@ -166,6 +172,27 @@ def test_quoting_is_read_from_the_evidence(
     sample: str, delimiter: str, complete: bool, quoted: bool
 ) -> None:
     assert _writer_quoted(sample, delimiter, complete=complete) is quoted
+
+
+_TABLE = "a,b,c\n1,2,3\n4,5,6\n7,8,9\n"
+
+
+@pytest.mark.parametrize(
+    ("sample", "skip"),
+    [
+        (_TABLE, 0),
+        ("Report of May\n\n" + _TABLE, 2),  # a title and a blank line
+        ("k: v\nk2,v2\n" + _TABLE.replace(",", ",,"), 2),  # at most half as wide
+        ("k: v\nk2,v2\n" + _TABLE, 0),  # wider than half of three
+        ("a,b\n1,2,3\n4,5,6\n7,8,9\n", 0),  # two of three: a narrow header, not a preamble
+        ("title\n" + "a,b,c\n1,2\n3\n4,5\n6\n", 0),  # ragged: no table to start
+        ("title\nx,y\n1,2\n3,4\n", 0),  # two columns: a title may be their header
+        ("# made by x\n\n# at 12:00\nx,y\n1,2\n3,4\n", 3),  # but `#` comments are none
+        ("".join(f"line {i}\n" for i in range(21)) + _TABLE, 0),  # past 20 records
+    ],
+)
+def test_a_preamble_is_found_by_its_narrow_records(sample: str, skip: int) -> None:
+    assert _preamble_records(_records(sample, ","), sample) == skip
 
 
 def test_unquoted_runs_cut_at_every_lf(tmp_path: Path) -> None:

@@ -32,6 +32,7 @@ _BOUNDS: dict[str, tuple[int, int]] = {
     "max_xlsx_ratio": (2, 1 << 20),
     "max_compression_ratio": (2, 1 << 20),
     "max_decompressed_bytes": (1 << 10, 1 << 44),
+    "skip_rows": (0, 100),
 }
 
 
@@ -61,6 +62,8 @@ class TabularOptions:
     """How ambiguous dd/mm vs mm/dd cells are read: by votes (auto) or forced."""
     delimiter: str | None = None
     """csv/tsv: the field separator, instead of detecting it."""
+    skip_rows: int | None = None
+    """csv/tsv: records before the header, instead of looking for a preamble (sniff.py)."""
     quoting: Quoting = "auto"
     """csv/tsv: `csv` (RFC 4180 quoted fields) or `none` (every `"` literal), instead of
     detecting it."""

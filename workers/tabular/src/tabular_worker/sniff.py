@@ -20,6 +20,16 @@ closed by anything but a delimiter or line end, is text its writer did not quote
 quoted field holding a delimiter, a line break or a doubled quote is text that was. The
 larger count wins; without either (no quotes, or only `"plain"` fields) the file is read
 as RFC 4180. Option `quoting` overrides.
+
+And where the table starts. Excel's `sep=;` first line names the delimiter and is no
+record. Exports often open with a preamble before the header: a title, `# comment`
+lines, `Key: value` lines, blank lines (World Bank downloads, bank statements, instrument
+logs). Up to `_MAX_PREAMBLE` leading records are read as one when every one of them is
+at most half as wide as the table (whose width is the most common one, at least 3) and
+at least 90 % of the records from the first one that wide on have that width: the header
+is that record; for a table two columns wide, only when the preamble's lines are `#`
+comments (else a one-field title could as well be a narrow header). The preamble's lines
+are kept on the TABLE (`preamble`). Option `skip_rows` sets the count instead.
 """
 
 from __future__ import annotations
@@ -31,6 +41,7 @@ import re
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
 
 from charset_normalizer import from_bytes
@@ -107,6 +118,11 @@ class TextFile:
     """Fields in the first record; 0 for a file without any (empty, blank)."""
     quoted: bool
     """Fields may be quoted as RFC 4180 says; False: every `"` is a literal character."""
+    skip: int
+    """Records before the header (a `sep=` line, a preamble), as polars counts records:
+    blank lines too."""
+    preamble: tuple[str, ...]
+    """The preamble's non-blank lines, as written (each at most `_PREAMBLE_CHARS`)."""
 
 
 def prepare_text(
@@ -117,8 +133,11 @@ def prepare_text(
     max_line_bytes: int,
     delimiter: str | None = None,
     quoting: Quoting = "auto",
+    skip_rows: int | None = None,
 ) -> TextFile:
-    """Checks and, when needed, rewrites `source` as UTF-8 under `workdir`."""
+    """Checks and, when needed, rewrites `source` as UTF-8 under `workdir`; finds its
+    delimiter, quoting and first record (`skip_rows`: that many records before the
+    header, instead of looking for a preamble)."""
     with source.open("rb") as handle:
         head = handle.read(_SAMPLE)
     _refuse_binary_magic(head, fmt)
@@ -137,11 +156,18 @@ def prepare_text(
         )
     sample = _decoded_head(target)
     _refuse_binary_text(sample, fmt)
+    directive = _SEP_LINE.match(sample)
+    if directive is not None:
+        sample = sample[directive.end() :]
+        delimiter = delimiter or directive.group(1)
     chosen = delimiter or ("\t" if fmt == "tsv" else _sniff_delimiter(sample))
     quoted = quoting == "csv" or (
         quoting == "auto" and _writer_quoted(sample, chosen, complete=_is_whole(target, sample))
     )
-    widths = _field_counts(sample, chosen, quoted=quoted)
+    records = _records(sample, chosen, quoted=quoted)
+    skip = _preamble_records(records, sample) if skip_rows is None else skip_rows
+    lines = _lines(sample, records[min(skip, len(records)) - 1] if skip and records else None)
+    widths = [r.width for r in records[skip:] if r.width]
     return TextFile(
         path=target,
         encoding=encoding,
@@ -150,6 +176,8 @@ def prepare_text(
         width=max(widths, default=0),
         header_width=widths[0] if widths else 0,
         quoted=quoted,
+        skip=skip + (directive is not None),
+        preamble=tuple(line[:_PREAMBLE_CHARS] for line in lines if line.strip()),
     )
 
 
@@ -281,23 +309,61 @@ def _refuse_binary_text(sample: str, fmt: str) -> None:
         )
 
 
-def _field_counts(sample: str, delimiter: str, *, quoted: bool = True) -> list[int]:
-    counts: list[int] = []
+@dataclass(frozen=True, slots=True)
+class _Record:
+    width: int
+    """Fields; 0 for a blank line."""
+    lines: int
+    """Physical lines of the sample read by the end of this record."""
+
+
+def _records(sample: str, delimiter: str, *, quoted: bool = True) -> list[_Record]:
+    """The first records of the sample (up to `_SNIFF_RECORDS` non-blank ones), blank
+    lines included: polars reads those as (empty) records too."""
+    records: list[_Record] = []
     lines = io.StringIO(sample, newline="")
     reader = (
         csv.reader(lines, delimiter=delimiter)
         if quoted
         else csv.reader(lines, delimiter=delimiter, quoting=csv.QUOTE_NONE)
     )
+    filled = 0
     try:
         for record in reader:
-            if record:  # blank lines are no records
-                counts.append(len(record))
-            if len(counts) >= _SNIFF_RECORDS:
+            records.append(_Record(len(record), reader.line_num))
+            filled += bool(record)
+            if filled >= _SNIFF_RECORDS:
                 break
     except csv.Error:
         pass  # a malformed tail of the sample: judge on what parsed
-    return counts
+    return records
+
+
+def _field_counts(sample: str, delimiter: str) -> list[int]:
+    return [r.width for r in _records(sample, delimiter) if r.width]
+
+
+def _preamble_records(records: list[_Record], sample: str) -> int:
+    """How many leading records are a preamble, by the module's rule; 0 when none."""
+    widths = [r.width for r in records if r.width]
+    if not widths:
+        return 0
+    mode = max(set(widths), key=lambda n: (widths.count(n), n))
+    header = next(i for i, r in enumerate(records) if r.width == mode)
+    if not 0 < header <= _MAX_PREAMBLE or any(r.width > mode // 2 for r in records[:header]):
+        return 0
+    if mode < 3 and not all(
+        line.startswith("#") or not line.strip() for line in _lines(sample, records[header - 1])
+    ):
+        return 0  # two columns: only `#` comments, a title may be a narrow header
+    table = [r.width for r in records[header:] if r.width]
+    return header if table.count(mode) >= 0.9 * len(table) else 0
+
+
+def _lines(sample: str, last: _Record | None) -> list[str]:
+    """The sample's physical lines up to the end of record `last` (none for None)."""
+    read = 0 if last is None else last.lines
+    return [line.rstrip("\r\n") for line in islice(io.StringIO(sample, newline=""), read)]
 
 
 def _sniff_delimiter(sample: str) -> str:
@@ -357,4 +423,8 @@ def _writer_quoted(sample: str, delimiter: str, *, complete: bool) -> bool:
 
 
 _QUOTE = re.compile('"')
+_SEP_LINE = re.compile(r"sep=([^\r\n\"])\r?\n")
+"""Excel's delimiter directive, the file's whole first line."""
+_MAX_PREAMBLE = 20
+_PREAMBLE_CHARS = 1000
 _QUOTE_EVENTS = 20_000

@@ -77,12 +77,14 @@ def _text_table(fmt: str, path: Path, options: TabularOptions, workdir: Path) ->
         max_line_bytes=options.max_line_bytes,
         delimiter=options.delimiter,
         quoting=options.quoting,
+        skip_rows=options.skip_rows,
     )
     facts: dict[str, JsonValue] = {
         **({"compression": compression} if compression else {}),
         "encoding": text.encoding,
         "delimiter": text.delimiter,
         **({} if text.quoted else {"quoting": "none"}),
+        **({"preamble": list(text.preamble)} if text.preamble else {}),
         "replaced_sequences": text.replaced,
     }
     if text.header_width == 0:
@@ -91,7 +93,8 @@ def _text_table(fmt: str, path: Path, options: TabularOptions, workdir: Path) ->
     schema = pl.Schema({positional(i): pl.String for i in range(width)})
 
     def frames() -> Iterator[pl.DataFrame]:
-        """Every record of the file (the header first), block by block."""
+        """Every record of the file from the header on, block by block."""
+        skip = text.skip
         for run in record_runs(
             text.path,
             block_bytes=options.block_bytes,
@@ -99,6 +102,9 @@ def _text_table(fmt: str, path: Path, options: TabularOptions, workdir: Path) ->
             quoted=text.quoted,
         ):
             frame = _parse(fmt, run, text, schema)
+            if skip:
+                dropped = min(skip, frame.height)
+                frame, skip = frame.slice(dropped), skip - dropped
             if frame.height:
                 yield frame
 
