@@ -83,6 +83,7 @@ def seeds() -> dict[str, tuple[str, bytes]]:
         "msg": ("seed.msg", msg),
         "pdf": ("seed.pdf", docling_corpus.simple_pdf()),
         "docx": ("seed.docx", docling_corpus.report_docx()),
+        "pptx": ("seed.pptx", docling_corpus.deck_pptx()),
         "html": ("seed.html", docling_corpus.REPORT_HTML.encode()),
         "md": ("seed.md", docling_corpus.REPORT_MD.encode()),
         "docling": (
@@ -138,7 +139,11 @@ def mutations(
         ("other-format", rng.choice(others)),
         (
             "zip-bomb",
-            _zip_bomb("word/document.xml" if fmt == "docx" else "xl/worksheets/sheet1.xml"),
+            _zip_bomb(
+                {"docx": "word/document.xml", "pptx": "ppt/slides/slide1.xml"}.get(
+                    fmt, "xl/worksheets/sheet1.xml"
+                )
+            ),
         ),
     ]
     if fmt == "code-archive":
@@ -183,7 +188,12 @@ def pools(smoke: bool, work: Path, *, render: bool = True) -> dict[str, Pool]:
     base = real_pools()
     base["tabular"].formats = ["csv", "tsv", "xlsx", "xlsb", "xls", "ods", "parquet"]
     base["docling"] = Pool(
-        ["pdf", "docx", "html", "md", "docling"], worker_module("docling_worker"), 1, 600, 3072, 600
+        ["pdf", "docx", "pptx", "html", "md", "docling"],
+        worker_module("docling_worker"),
+        1,
+        600,
+        3072,
+        600,
     )
     base["code"] = Pool(["code", "code-archive"], worker_module("code_worker"), 1, 600, 2048, 600)
     served = {f for p in base.values() for f in p.formats}

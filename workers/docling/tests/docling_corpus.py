@@ -24,6 +24,8 @@ from docling_core.types.doc import (
 )
 from docx import Document as DocxDocument
 from fpdf import FPDF
+from pptx import Presentation
+from pptx.util import Emu
 
 FIXED = datetime(2026, 3, 2, 9, 30, tzinfo=UTC)
 
@@ -206,8 +208,34 @@ def report_docx() -> bytes:
     return _fixed_zip_times(out.getvalue())
 
 
+def deck_pptx() -> bytes:
+    """A title slide, a bulleted slide with a nested item and speaker notes, and a slide
+    with a table: what a review deck holds."""
+    deck = Presentation()
+    slide = deck.slides.add_slide(deck.slide_layouts[0])
+    slide.shapes.title.text = "Quarterly review"
+    slide.placeholders[1].text = "Prepared for the board"
+    slide = deck.slides.add_slide(deck.slide_layouts[1])
+    slide.shapes.title.text = "Highlights"
+    body = slide.placeholders[1].text_frame
+    body.text = "Revenue up 12% since 1 January 2026"
+    nested = body.add_paragraph()
+    nested.text = "Two new regions"
+    nested.level = 1
+    slide.notes_slide.notes_text_frame.text = "Mention the Lisbon office."
+    slide = deck.slides.add_slide(deck.slide_layouts[5])
+    slide.shapes.title.text = "Figures"
+    shape = slide.shapes.add_table(3, 2, Emu(914400), Emu(1828800), Emu(5486400), Emu(1828800))
+    for r, row in enumerate((("Region", "Sales"), ("North", "120"), ("South", "95"))):
+        for c, value in enumerate(row):
+            shape.table.cell(r, c).text = value
+    out = io.BytesIO()
+    deck.save(out)
+    return _fixed_zip_times(out.getvalue())
+
+
 def _fixed_zip_times(data: bytes) -> bytes:
-    # python-docx stamps each member with the clock: rewrite them with a fixed time.
+    # python-docx and python-pptx stamp each member with the clock: rewrite them with a fixed time.
     source = zipfile.ZipFile(io.BytesIO(data))
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:

@@ -119,6 +119,43 @@ def docx_without_document() -> bytes:
     return out.getvalue()
 
 
+def pptx_zip_bomb() -> bytes:
+    """A real deck whose first slide is 1 GiB of spaces (deflated to ~1 MB)."""
+    source = zipfile.ZipFile(io.BytesIO(corpus.deck_pptx()))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        for info in source.infolist():
+            if info.filename == "ppt/slides/slide1.xml":
+                with archive.open(info.filename, "w", force_zip64=True) as member:
+                    block = b" " * (1 << 20)
+                    for _ in range(1024):
+                        member.write(block)
+            else:
+                archive.writestr(info, source.read(info))
+    return out.getvalue()
+
+
+def pptx_without_presentation() -> bytes:
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as archive:
+        archive.writestr("[Content_Types].xml", '<?xml version="1.0"?><Types/>')
+        archive.writestr("ppt/slides/slide1.xml", "<sld/>")
+    return out.getvalue()
+
+
+def pptx_dangling_slide() -> bytes:
+    """A deck whose slide list names a relationship (rId7) the package does not have."""
+    source = zipfile.ZipFile(io.BytesIO(corpus.deck_pptx()))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        for info in source.infolist():
+            data = source.read(info)
+            if info.filename == "ppt/_rels/presentation.xml.rels":
+                data = data.replace(b'Id="rId7"', b'Id="rId70"')
+            archive.writestr(info, data)
+    return out.getvalue()
+
+
 def docx_zip_bomb() -> bytes:
     # A real DOCX whose document.xml is replaced by 1 GiB of spaces (deflated to ~1 MB).
     source = zipfile.ZipFile(io.BytesIO(corpus.report_docx()))
@@ -190,6 +227,11 @@ HOSTILE: dict[str, tuple[str, Callable[[], bytes], str]] = {
     "docx-zip-bomb": ("docx", docx_zip_bomb, "invalid_input"),
     "docx-no-document-xml": ("docx", docx_without_document, "invalid_input"),
     "docx-not-a-zip": ("docx", lambda: b"plain text, not a zip", "invalid_input"),
+    "pptx-zip-bomb": ("pptx", pptx_zip_bomb, "too_large"),
+    "pptx-no-presentation-xml": ("pptx", pptx_without_presentation, "invalid_input"),
+    "pptx-not-a-zip": ("pptx", lambda: b"plain text, not a zip", "invalid_input"),
+    "pptx-dangling-slide": ("pptx", pptx_dangling_slide, "invalid_input"),
+    "pptx-truncated": ("pptx", lambda: corpus.deck_pptx()[:5000], "invalid_input"),
     # 50 MB of text is over the 32 MiB of canonical text one submission may carry.
     "html-50mb-one-line": ("html", lambda: html_one_line(50 * 1024 * 1024), "too_large"),
     "html-nested-100000": ("html", lambda: html_deep(100_000), "unsupported"),

@@ -32,6 +32,7 @@ CORPUS: dict[str, tuple[str, Callable[[], bytes]]] = {
     "report-pdf": ("pdf", corpus.report_pdf),
     "simple-pdf": ("pdf", corpus.simple_pdf),
     "report-docx": ("docx", corpus.report_docx),
+    "deck-pptx": ("pptx", corpus.deck_pptx),
     "report-html": ("html", lambda: corpus.REPORT_HTML.encode()),
     "report-md": ("md", lambda: corpus.REPORT_MD.encode()),
     **{

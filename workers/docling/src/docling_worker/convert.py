@@ -1,15 +1,19 @@
-"""DOCX, HTML and Markdown into a DoclingDocument through docling's own backends.
+"""DOCX, PPTX, HTML and Markdown into a DoclingDocument through docling's own backends.
 
 docling's `DocumentConverter` cannot be imported without torch (its audio pipeline pulls
 it in), so the worker calls the declarative backends directly, as the converter would for
 these formats: an `InputDocument` over the bytes, then its backend's `convert()`. Remote
 and local resources are never fetched (docling's defaults), and DOCX archives are read
-under docling's archive limits (a zip bomb stops at the first member over them).
+under docling's archive limits (a zip bomb stops at the first member over them). Its
+PPTX backend (python-pptx) reads the zip without any: the sizes the archive declares
+are checked against the same limits first (a zip member is never inflated past its
+declared size), so a bomb deck is too_large before a byte of it is inflated.
 """
 
 from __future__ import annotations
 
 import re
+import zipfile
 from datetime import UTC, datetime
 from io import BytesIO
 from typing import Any
@@ -17,12 +21,18 @@ from typing import Any
 from docling.backend.abstract_backend import DeclarativeDocumentBackend
 from docling.backend.html_backend import HTMLDocumentBackend
 from docling.backend.md_backend import MarkdownDocumentBackend
+from docling.backend.mspowerpoint_backend import MsPowerpointDocumentBackend
 from docling.backend.msword_backend import MsWordDocumentBackend
+from docling.backend.utils.archive_limits import (
+    ArchiveLimitError,
+    ArchiveLimits,
+    check_archive_limits,
+)
 from docling.datamodel.base_models import InputFormat
 from docling.datamodel.document import InputDocument
 from docling.exceptions import DocumentLoadError
 
-from workers_common import InvalidInput, Unsupported
+from workers_common import InvalidInput, TooLarge, Unsupported
 
 from .model import Converted, SourceMeta
 
@@ -30,16 +40,26 @@ __all__ = ["convert_declarative"]
 
 _BACKENDS: dict[str, tuple[InputFormat, type[DeclarativeDocumentBackend], str]] = {
     "docx": (InputFormat.DOCX, MsWordDocumentBackend, "input.docx"),
+    "pptx": (InputFormat.PPTX, MsPowerpointDocumentBackend, "input.pptx"),
     "html": (InputFormat.HTML, HTMLDocumentBackend, "input.html"),
     "md": (InputFormat.MD, MarkdownDocumentBackend, "input.md"),
 }
 _ZIP_MAGIC = b"PK\x03\x04"
+_PPTX_LIMITS = ArchiveLimits(
+    max_file_bytes=128 << 20, max_total_bytes=512 << 20, max_member_count=10_000
+)
+"""docling's defaults for a DOCX (MsWordBackendOptions), which its PPTX backend lacks."""
+_PPTX_PARSE_ERRORS = (KeyError, IndexError, ValueError, AttributeError, SyntaxError)
 
 
 def _open(data: bytes, fmt: str) -> tuple[InputDocument, DeclarativeDocumentBackend]:
     input_format, backend_class, filename = _BACKENDS[fmt]
-    if fmt == "docx" and not data.startswith(_ZIP_MAGIC):
-        raise InvalidInput("not a DOCX file: a DOCX is a zip archive and this is not one")
+    if fmt in ("docx", "pptx") and not data.startswith(_ZIP_MAGIC):
+        raise InvalidInput(
+            f"not a {fmt.upper()} file: a {fmt.upper()} is a zip archive and this is not one"
+        )
+    if fmt == "pptx":
+        _check_declared_sizes(data)
     document = InputDocument(
         path_or_stream=BytesIO(data), format=input_format, backend=backend_class, filename=filename
     )
@@ -56,15 +76,34 @@ def _open(data: bytes, fmt: str) -> tuple[InputDocument, DeclarativeDocumentBack
     return document, backend
 
 
-def convert_declarative(data: bytes, fmt: str) -> Converted:
-    """Converts DOCX, HTML or Markdown bytes; typed failures for what cannot be read."""
-    document, backend = _open(data, fmt)
+def _check_declared_sizes(data: bytes) -> None:
+    """A PPTX's members under the limits docling keeps for DOCX, by their declared sizes."""
     try:
+        with zipfile.ZipFile(BytesIO(data)) as archive:
+            check_archive_limits(archive, _PPTX_LIMITS)
+    except ArchiveLimitError as err:
+        raise TooLarge(f"PPTX archive: {str(err)[:300]}") from err
+    except NotImplementedError as err:  # a zip feature the standard library lacks
+        raise Unsupported(f"PPTX archive: {str(err)[:200]}") from err
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as err:
+        raise InvalidInput(f"not a readable PPTX file: {str(err)[:200]}") from err
+
+
+def convert_declarative(data: bytes, fmt: str) -> Converted:
+    """Converts DOCX, PPTX, HTML or Markdown bytes; typed failures for what cannot be read."""
+    try:
+        document, backend = _open(data, fmt)
         converted = backend.convert()
     except RecursionError as err:
         raise Unsupported(f"{fmt.upper()} nested too deeply to convert") from err
     except DocumentLoadError as err:
         raise InvalidInput(f"{fmt.upper()}: {str(err)[:300]}") from err
+    except _PPTX_PARSE_ERRORS as err:
+        if fmt != "pptx":
+            raise
+        # python-pptx follows the package's parts as it goes: a relationship id no part
+        # answers, or XML that is not the schema's, surfaces mid-conversion.
+        raise InvalidInput(f"PPTX: a damaged part: {type(err).__name__}: {str(err)[:200]}") from err
     meta = SourceMeta()
     if fmt == "docx":
         meta = _docx_meta(backend)

@@ -1,8 +1,8 @@
-"""The docling worker's entry: formats pdf, docx, html, md and docling, and how a job
+"""The docling worker's entry: formats pdf, docx, pptx, html, md and docling, and how a job
 becomes a submission.
 
 Every input becomes a DoclingDocument first (pdf_document for PDFs, convert for DOCX,
-HTML and Markdown, doclingjson for DoclingDocument JSON), then `projection` turns that
+PPTX, HTML and Markdown, doclingjson for DoclingDocument JSON), then `projection` turns that
 one shape into the graph and `temporal` adds the date rules.
 
 Job options (all optional):
@@ -37,7 +37,7 @@ __all__ = [
     "handle",
 ]
 
-FORMATS = ("pdf", "docx", "html", "md", "docling")
+FORMATS = ("pdf", "docx", "pptx", "html", "md", "docling")
 DEFAULT_MAX_PAGES = 2000
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 DEFAULT_MAX_PDF_BYTES = 200 * 1024 * 1024
