@@ -15,6 +15,7 @@ import docling_corpus as corpus
 SAMPLES: dict[str, Callable[[], bytes]] = {
     "memo.pdf": corpus.simple_pdf,
     "supply-agreement.docx": corpus.report_docx,
+    "quarterly-review.pptx": corpus.deck_pptx,
     "service-terms.html": lambda: corpus.REPORT_HTML.encode(),
     "release-notes.md": lambda: corpus.REPORT_MD.encode(),
 }
