@@ -111,36 +111,44 @@ def broken_xref() -> bytes:
     return data[:start].replace(b"xref\n", b"xrex\n") + b"startxref\n123\n%%EOF\n"
 
 
-def docx_without_document() -> bytes:
+def _zip_of(members: dict[str, str]) -> bytes:
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w") as archive:
-        archive.writestr("[Content_Types].xml", '<?xml version="1.0"?><Types/>')
-        archive.writestr("word/styles.xml", "<styles/>")
+        for name, text in members.items():
+            archive.writestr(name, text)
     return out.getvalue()
 
 
-def pptx_zip_bomb() -> bytes:
-    """A real deck whose first slide is 1 GiB of spaces (deflated to ~1 MB)."""
-    source = zipfile.ZipFile(io.BytesIO(corpus.deck_pptx()))
+def _with_bomb(package: bytes, member: str) -> bytes:
+    """`package` (a zip) with `member` replaced by 1 GiB of spaces (deflated to ~1 MB)."""
+    source = zipfile.ZipFile(io.BytesIO(package))
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
         for info in source.infolist():
-            if info.filename == "ppt/slides/slide1.xml":
-                with archive.open(info.filename, "w", force_zip64=True) as member:
+            if info.filename == member:
+                with archive.open(member, "w", force_zip64=True) as stream:
                     block = b" " * (1 << 20)
                     for _ in range(1024):
-                        member.write(block)
+                        stream.write(block)
             else:
                 archive.writestr(info, source.read(info))
     return out.getvalue()
 
 
+_CONTENT_TYPES = '<?xml version="1.0"?><Types/>'
+
+
+def docx_without_document() -> bytes:
+    return _zip_of({"[Content_Types].xml": _CONTENT_TYPES, "word/styles.xml": "<styles/>"})
+
+
+def pptx_zip_bomb() -> bytes:
+    """A real deck whose first slide is 1 GiB of spaces."""
+    return _with_bomb(corpus.deck_pptx(), "ppt/slides/slide1.xml")
+
+
 def pptx_without_presentation() -> bytes:
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w") as archive:
-        archive.writestr("[Content_Types].xml", '<?xml version="1.0"?><Types/>')
-        archive.writestr("ppt/slides/slide1.xml", "<sld/>")
-    return out.getvalue()
+    return _zip_of({"[Content_Types].xml": _CONTENT_TYPES, "ppt/slides/slide1.xml": "<sld/>"})
 
 
 def pptx_dangling_slide() -> bytes:
@@ -157,19 +165,8 @@ def pptx_dangling_slide() -> bytes:
 
 
 def docx_zip_bomb() -> bytes:
-    # A real DOCX whose document.xml is replaced by 1 GiB of spaces (deflated to ~1 MB).
-    source = zipfile.ZipFile(io.BytesIO(corpus.report_docx()))
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
-        for info in source.infolist():
-            if info.filename == "word/document.xml":
-                with archive.open("word/document.xml", "w", force_zip64=True) as member:
-                    block = b" " * (1 << 20)
-                    for _ in range(1024):
-                        member.write(block)
-            else:
-                archive.writestr(info, source.read(info))
-    return out.getvalue()
+    """A real DOCX whose document.xml is 1 GiB of spaces."""
+    return _with_bomb(corpus.report_docx(), "word/document.xml")
 
 
 def html_one_line(size: int) -> bytes:

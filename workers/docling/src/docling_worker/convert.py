@@ -91,6 +91,7 @@ def _check_declared_sizes(data: bytes) -> None:
 
 def convert_declarative(data: bytes, fmt: str) -> Converted:
     """Converts DOCX, PPTX, HTML or Markdown bytes; typed failures for what cannot be read."""
+    damaged: tuple[type[Exception], ...] = _PPTX_PARSE_ERRORS if fmt == "pptx" else ()
     try:
         document, backend = _open(data, fmt)
         converted = backend.convert()
@@ -98,9 +99,7 @@ def convert_declarative(data: bytes, fmt: str) -> Converted:
         raise Unsupported(f"{fmt.upper()} nested too deeply to convert") from err
     except DocumentLoadError as err:
         raise InvalidInput(f"{fmt.upper()}: {str(err)[:300]}") from err
-    except _PPTX_PARSE_ERRORS as err:
-        if fmt != "pptx":
-            raise
+    except damaged as err:
         # python-pptx follows the package's parts as it goes: a relationship id no part
         # answers, or XML that is not the schema's, surfaces mid-conversion.
         raise InvalidInput(f"PPTX: a damaged part: {type(err).__name__}: {str(err)[:200]}") from err

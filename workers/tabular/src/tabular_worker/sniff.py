@@ -154,7 +154,7 @@ def prepare_text(
         replaced = _transcode(
             source, target, encoding, cr_only=cr_only, max_line_bytes=max_line_bytes
         )
-    sample = _decoded_head(target)
+    sample, complete = _decoded_head(target)
     _refuse_binary_text(sample, fmt)
     directive = _SEP_LINE.match(sample)
     if directive is not None:
@@ -162,7 +162,7 @@ def prepare_text(
         delimiter = delimiter or directive.group(1)
     chosen = delimiter or ("\t" if fmt == "tsv" else _sniff_delimiter(sample))
     quoted = quoting == "csv" or (
-        quoting == "auto" and _writer_quoted(sample, chosen, complete=_is_whole(target, sample))
+        quoting == "auto" and _writer_quoted(sample, chosen, complete=complete)
     )
     records = _records(sample, chosen, quoted=quoted)
     skip = _preamble_records(records, sample) if skip_rows is None else skip_rows
@@ -288,14 +288,16 @@ class _LineGuard:
 # -- text ------------------------------------------------------------------------------------
 
 
-def _decoded_head(path: Path) -> str:
+def _decoded_head(path: Path) -> tuple[str, bool]:
+    """The file's first MiB of whole lines, and whether that is the whole file (then a
+    quote left open at its end is never closed)."""
     with path.open("rb") as handle:
         head = handle.read(_SAMPLE + 1)
     complete = len(head) <= _SAMPLE
     text = head[:_SAMPLE].decode("utf-8", errors="replace").removeprefix("\ufeff")
     if not complete and "\n" in text:
         text = text[: text.rindex("\n") + 1]  # whole lines only
-    return text
+    return text, complete
 
 
 def _refuse_binary_text(sample: str, fmt: str) -> None:
@@ -379,11 +381,6 @@ def _sniff_delimiter(sample: str) -> str:
         if score > best_score:  # ties keep the earlier candidate: deterministic
             best, best_score = candidate, score
     return best
-
-
-def _is_whole(path: Path, sample: str) -> bool:
-    """Whether `sample` is the whole file (then a quote left open at its end is unclosed)."""
-    return path.stat().st_size <= _SAMPLE
 
 
 def _writer_quoted(sample: str, delimiter: str, *, complete: bool) -> bool:
