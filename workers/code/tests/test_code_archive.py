@@ -359,6 +359,28 @@ STARS_TS = {
     ),
 }
 
+COMMONJS = {
+    "package.json": b'{"name": "cjs"}\n',
+    "lib/util.js": (
+        b"function clean(v) { return v.trim(); }\n"
+        b"exports.parse = function (v) { return clean(v); };\n"
+        b"module.exports.format = (v) => `${v}`;\n"
+        b"const isValid = isToken;\n"  # an alias: no symbol of that name
+        b"module.exports.clean = clean;\nmodule.exports.isValid = isValid;\n"
+    ),
+    "lib/main.js": (
+        b"const util = require('./util');\n"
+        b"const { parse, format: fmt, isValid } = require('./util.js');\n"
+        b"const clean = require('./util').clean;\n\n"
+        b"function main(v) {\n"
+        b"  util.format(parse(v));\n"
+        b"  fmt(clean(v));\n"
+        b"  return isValid(v);\n"  # util.js defines no function isValid: counted
+        b"}\n"
+        b"exports.main = main;\n"
+    ),
+}
+
 
 def _fan_out(tmp_path: Path, name: str, files: dict[str, bytes]) -> dict[str, dict[str, Any]]:
     """The archive, then every child through the `code` handler: path → its submission."""
@@ -408,8 +430,18 @@ def _cross(projected: dict[str, dict[str, Any]]) -> tuple[set[tuple[str, str]], 
             {"src/app.rs": 1},
         ),
         (STARS_TS, "stars_ts", {("main", "src/math.ts#add")}, {}),
+        (
+            COMMONJS,
+            "cjs",
+            {
+                ("main", "lib/util.js#format"),
+                ("main", "lib/util.js#parse"),
+                ("main", "lib/util.js#clean"),
+            },
+            {"lib/main.js": 1},
+        ),
     ],
-    ids=["python", "rust", "typescript"],
+    ids=["python", "rust", "typescript", "commonjs"],
 )
 def test_star_reexports_variants_and_undefined_targets(
     files: dict[str, bytes],

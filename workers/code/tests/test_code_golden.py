@@ -106,6 +106,64 @@ def test_java_imports_and_same_package_classes(tmp_path: Path) -> None:
     assert not any(caller == sym + "App.init" and "run" in callee for caller, callee in calls)
 
 
+COMMONJS = Fixture(
+    "lib/b.js",
+    "const a = require('./a');\n"
+    "const { f, g: h } = require('./a');\n"
+    "const k = require('./a').k;\n"
+    "require('./side');\n"
+    "const pkg = require('lodash');\n"
+    "\n"
+    "/** Runs it. */\n"
+    "exports.run = function () {\n"
+    "  f();\n"
+    "  h();\n"
+    "  k();\n"
+    "  a.m();\n"
+    "  a();\n"  # the module itself (module.exports = function): no symbol to name
+    "  pkg.x();\n"
+    "};\n"
+    "module.exports.other = () => exports.run();\n",
+    {"root": "demo", "path": "lib/b.js"},
+)
+
+
+def test_javascript_commonjs_require_binds_like_an_import(tmp_path: Path) -> None:
+    """Most of npm is CommonJS: `require('./x')` bound to a name, destructured, or read
+    for a member binds as an ES import does, and `exports.f = function` defines `f`."""
+    _, sub = _project(tmp_path, COMMONJS)
+    sym = "code:sym:demo/lib/b.js#"
+    nodes = _by_id(sub)
+    run = nodes[sym + "run"]
+    assert run["labels"] == ["FUNCTION"]
+    assert (run["properties"]["visibility"], run["properties"]["doc"]) == ("exported", "Runs it.")
+    assert nodes[sym + "other"]["labels"] == ["FUNCTION"]
+    other = "code:sym:demo/lib/a.js#"
+    assert _calls(sub) == {
+        (sym + "run", other + "f"),
+        (sym + "run", other + "g"),  # h is g, renamed
+        (sym + "run", other + "k"),
+        (sym + "run", other + "m"),
+        (sym + "other", sym + "run"),  # exports.run() is this file's own run
+    }
+    imports = {r["toId"] for r in sub["relationships"] if r["type"] == "IMPORTS"}
+    assert imports == {"code:file:demo/lib/a.js", "code:file:demo/lib/side.js"}
+    props = nodes["code:file:demo/lib/b.js"]["properties"]
+    assert props["imports"] == ["./a", "./side", "lodash"]
+    # a(), pkg.x() and the five require() calls name nothing of the repository
+    assert props["calls_unresolved"] == 7
+
+
+def test_typescript_import_equals_require_is_a_namespace(tmp_path: Path) -> None:
+    fixture = Fixture(
+        "src/main.ts",
+        "import util = require('./util');\nexport function main() { return util.parse(1); }\n",
+        {"root": "demo", "path": "src/main.ts"},
+    )
+    _, sub = _project(tmp_path, fixture)
+    assert _calls(sub) == {("code:sym:demo/src/main.ts#main", "code:sym:demo/src/util.ts#parse")}
+
+
 def test_unknown_language_is_a_file_without_symbols(tmp_path: Path) -> None:
     path = tmp_path / "tool.rb"
     path.write_text("def hello\n  puts 'hi'\nend\n")

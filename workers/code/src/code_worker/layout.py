@@ -67,8 +67,13 @@ not an item another file can name)."""
 _RUST_STAR = re.compile(rb"\n[ \t]*(?:pub(?:\([^)\n]*\))?[ \t]+)?use[ \t]+([\w:]+)::\*[ \t]*;")
 """A `use …::*;` line, matched after a newline as `_PY_LINE` is."""
 _JS_DEFINES = re.compile(
-    rb"\b(?:function\*?|class|interface|enum|type|const|let|var)[ \t]+([A-Za-z_$][\w$]*)"
+    rb"\b(?:function\*?|class|interface|enum|type)[ \t]+([A-Za-z_$][\w$]*)"
+    rb"|(?:\b(?:const|let|var)[ \t]+|\bexports[ \t]*\.[ \t]*)([A-Za-z_$][\w$]*)"
+    rb"(?:[ \t]*:(?:=>|[^=\n])*)?\s*=(?!>)\s*(?:async\b|function\b|\(|[A-Za-z_$][\w$]*\s*=>)"
 )
+"""JavaScript/TypeScript definitions by name: declarations, and a variable (or CommonJS's
+`exports.f`, `module.exports.f`) only when a function is assigned to it, as the query
+defines it (`const isValid = isToken` is an alias: a call through it names no symbol)."""
 _JS_STAR = re.compile(rb"""\bexport[ \t]*\*[ \t]*from[ \t]*['"](\.{1,2}/[^'"\n]*)['"]""")
 STAR_HOPS = 3
 """How many `*` re-exports deep a child's table follows (and symbols.py resolves)."""
@@ -400,10 +405,13 @@ class Layout:
             if language == "python":
                 cached = self._python_lines(path).defines
             else:
-                pattern = _RUST_DEFINES if language == "rust" else None
-                if language in ("javascript", "typescript", "tsx"):
-                    pattern = _JS_DEFINES
-                cached = frozenset(() if pattern is None else pattern.findall(self.files[path]))
+                data = self.files[path]
+                if language == "rust":
+                    cached = frozenset(_RUST_DEFINES.findall(data))
+                elif language in ("javascript", "typescript", "tsx"):
+                    cached = frozenset(a or b for a, b in _JS_DEFINES.findall(data))
+                else:
+                    cached = frozenset()
             self._defined[path] = cached
         return cached
 

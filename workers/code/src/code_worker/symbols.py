@@ -12,6 +12,7 @@ package); anything else is counted as unresolved, never guessed.
 
 from __future__ import annotations
 
+import re
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -98,6 +99,29 @@ def _pattern_kinds(spec: Spec) -> tuple[str, ...]:
     return tuple(kinds)
 
 
+@cache
+def _pattern_texts(spec: Spec) -> tuple[tuple[tuple[str, str], ...], ...]:
+    """For each pattern, its `@_text.X` captures: (capture, X), the text each must read.
+    The query's own `#eq?` would do it, but py-tree-sitter reads the text of a tree parsed
+    from a callback (parse() below) out of a source such a tree does not keep: it crashes."""
+    query, data = _query(spec), _query_text(spec)
+    out = []
+    for index in range(query.pattern_count):
+        text = data.encode()[
+            query.start_byte_for_pattern(index) : query.end_byte_for_pattern(index)
+        ]
+        code = "\n".join(line.split(";", 1)[0] for line in text.decode().splitlines())
+        names = re.findall(r"@(_text\.([\w$]+))", code)
+        out.append(tuple((capture, word) for capture, word in names))
+    return tuple(out)
+
+
+def _texts_hold(
+    required: tuple[tuple[str, str], ...], captures: dict[str, list[Node]], source: bytes
+) -> bool:
+    return all(node_text(captures[name][0], source) == word for name, word in required)
+
+
 _PARSERS: dict[str, Parser] = {}
 
 
@@ -170,8 +194,10 @@ def _collect(
     defs: dict[tuple[int, int], Definition] = {}
     imports: list[Node] = []
     calls: list[tuple[Node, Node]] = []
-    kinds = _pattern_kinds(spec)
+    kinds, texts = _pattern_kinds(spec), _pattern_texts(spec)
     for pattern, captures in QueryCursor(_query(spec)).matches(tree.root_node):
+        if texts[pattern] and not _texts_hold(texts[pattern], captures, source):
+            continue
         kind = kinds[pattern]
         if kind == "import":
             imports.append(captures["import"][0])

@@ -1,10 +1,16 @@
-"""JavaScript and TypeScript (TSX too): ES imports and callees.
+"""JavaScript and TypeScript (TSX too): ES and CommonJS imports, and callees.
 
 `import d, {f as g} from './x'` and `import * as ns from './x'` bind names when the
 specifier is relative (`./`, `../`): the archive's table says which file it is (the
 specifier with an extension or `/index.*`); a file ingested alone assumes the specifier
 plus the importing file's own extension. Bare specifiers (`react`) are packages, not
 files of the repository: recorded, never resolved.
+
+CommonJS binds the same way (most of npm is written so): `const ns = require('./x')` as
+a namespace, `const {f, g: h} = require('./x')` by name, `const f = require('./x').f` a
+member, TypeScript's `import ns = require('./x')` a namespace; any other `require('./x')`
+of one string is an import without a binding. `exports.f = function` and
+`module.exports.f = () => …` define `f` (queries/*.scm).
 """
 
 from __future__ import annotations
@@ -77,7 +83,78 @@ def _clause_bindings(clause: Node, path: str, source: bytes) -> list[Binding]:
     return out
 
 
+def _pattern_bindings(pattern: Node, path: str, source: bytes) -> list[Binding]:
+    """`{f, g: h}` = the module: each name bound to the member it names."""
+    out: list[Binding] = []
+    for child in pattern.named_children:
+        if child.type == "shorthand_property_identifier_pattern":
+            local = node_text(child, source)
+            out.append(Binding(local, Target(path, local)))
+            continue
+        key, bound = child.child_by_field_name("key"), child.child_by_field_name("value")
+        if (
+            child.type == "pair_pattern"
+            and key is not None
+            and bound is not None
+            and key.type == "property_identifier"
+            and bound.type == "identifier"
+        ):
+            out.append(Binding(node_text(bound, source), Target(path, node_text(key, source))))
+    return out
+
+
+def _require_bindings(call: Node, path: str, source: bytes) -> list[Binding]:
+    """The names a `require(...)` call binds: it must be a declarator's whole value, or
+    the object of a member access that is (`require('./x').f`)."""
+    value, member = call, None
+    parent = call.parent
+    if parent is not None and parent.type == "member_expression":
+        prop = parent.child_by_field_name("property")
+        if prop is None or prop.type != "property_identifier":
+            return []
+        value, member, parent = parent, node_text(prop, source), parent.parent
+    if (
+        parent is None
+        or parent.type != "variable_declarator"
+        or parent.child_by_field_name("value") != value
+    ):
+        return []
+    name = parent.child_by_field_name("name")
+    if name is not None and name.type == "identifier":
+        return [Binding(node_text(name, source), Target(path, member))]
+    if name is not None and name.type == "object_pattern" and member is None:
+        return _pattern_bindings(name, path, source)
+    return []
+
+
+def _require(node: Node, ctx: FileContext) -> list[ImportRef]:
+    arguments = node.child_by_field_name("arguments")
+    strings = [] if arguments is None else arguments.named_children
+    specifier = _string(strings[0], ctx.source) if len(strings) == 1 else ""
+    if not specifier:
+        return []
+    path = file_of(specifier, ctx)
+    bindings = [] if path is None else _require_bindings(node, path, ctx.source)
+    return [ImportRef(specifier, path, tuple(bindings))]
+
+
+def _import_require(clause: Node, ctx: FileContext) -> list[ImportRef]:
+    """TypeScript's `import ns = require('./x')`."""
+    specifier = _string(clause.child_by_field_name("source"), ctx.source)
+    if not specifier:
+        return []
+    path = file_of(specifier, ctx)
+    names = [c for c in clause.named_children if c.type == "identifier"]
+    bindings = (Binding(node_text(names[0], ctx.source), Target(path)),) if path and names else ()
+    return [ImportRef(specifier, path, bindings)]
+
+
 def imports(node: Node, ctx: FileContext) -> list[ImportRef]:
+    if node.type == "call_expression":
+        return _require(node, ctx)
+    for child in node.named_children:
+        if child.type == "import_require_clause":
+            return _import_require(child, ctx)
     specifier = _string(node.child_by_field_name("source"), ctx.source)
     if not specifier:
         return []
@@ -124,13 +201,15 @@ def callee(_call: Node, node: Node, ctx: FileContext) -> CallForm | None:
         return CallForm("bare", parts[0])
     if parts[0] == "this":
         return CallForm("self", parts[1]) if len(parts) == 2 else None
+    if parts[:-1] in (["exports"], ["module", "exports"]):
+        return CallForm("bare", parts[-1])  # this file's own export
     return CallForm("qualified", parts[-1], tuple(parts[:-1]))
 
 
 def _doc(node: Node, source: bytes) -> str | None:
     anchor = node
-    if node.type == "variable_declarator" and node.parent is not None:
-        anchor = node.parent
+    if node.type in ("variable_declarator", "assignment_expression") and node.parent is not None:
+        anchor = node.parent  # the declaration, or the statement of `exports.f = …`
     if anchor.parent is not None and anchor.parent.type == "export_statement":
         anchor = anchor.parent
     return comment_block(
@@ -147,6 +226,8 @@ def _doc(node: Node, source: bytes) -> str | None:
 def visibility(node: Node, name: str, source: bytes) -> str:
     if name.startswith("#"):
         return "private"
+    if node.type == "assignment_expression":  # exports.f = …
+        return "exported"
     for child in node.children:
         if child.type == "accessibility_modifier":
             return node_text(child, source)
