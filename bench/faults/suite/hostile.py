@@ -84,6 +84,9 @@ def seeds() -> dict[str, tuple[str, bytes]]:
         "pdf": ("seed.pdf", docling_corpus.simple_pdf()),
         "docx": ("seed.docx", docling_corpus.report_docx()),
         "pptx": ("seed.pptx", docling_corpus.deck_pptx()),
+        "odt": ("seed.odt", docling_corpus.report_odt()),
+        "odp": ("seed.odp", docling_corpus.deck_odp()),
+        "epub": ("seed.epub", docling_corpus.book_epub()),
         "html": ("seed.html", docling_corpus.REPORT_HTML.encode()),
         "md": ("seed.md", docling_corpus.REPORT_MD.encode()),
         "docling": (
@@ -140,9 +143,13 @@ def mutations(
         (
             "zip-bomb",
             _zip_bomb(
-                {"docx": "word/document.xml", "pptx": "ppt/slides/slide1.xml"}.get(
-                    fmt, "xl/worksheets/sheet1.xml"
-                )
+                {
+                    "docx": "word/document.xml",
+                    "pptx": "ppt/slides/slide1.xml",
+                    "odt": "content.xml",
+                    "odp": "content.xml",
+                    "epub": "OEBPS/ch1.xhtml",
+                }.get(fmt, "xl/worksheets/sheet1.xml")
             ),
         ),
     ]
@@ -188,7 +195,7 @@ def pools(smoke: bool, work: Path, *, render: bool = True) -> dict[str, Pool]:
     base = real_pools()
     base["tabular"].formats = ["csv", "tsv", "xlsx", "xlsb", "xls", "ods", "parquet"]
     base["docling"] = Pool(
-        ["pdf", "docx", "pptx", "html", "md", "docling"],
+        ["pdf", "docx", "pptx", "odt", "odp", "epub", "html", "md", "docling"],
         worker_module("docling_worker"),
         1,
         600,

@@ -24,6 +24,12 @@ from docling_core.types.doc import (
 )
 from docx import Document as DocxDocument
 from fpdf import FPDF
+from odfdo import Document as OdfDocument
+from odfdo import DrawPage, Frame
+from odfdo import Header as OdfHeader
+from odfdo import List as OdfList
+from odfdo import Paragraph as OdfParagraph
+from odfdo import Table as OdfTable
 from pptx import Presentation
 from pptx.util import Emu
 
@@ -234,14 +240,127 @@ def deck_pptx() -> bytes:
     return _fixed_zip_times(out.getvalue())
 
 
-def _fixed_zip_times(data: bytes) -> bytes:
-    # python-docx and python-pptx stamp each member with the clock: rewrite them with a fixed time.
+def _odf_meta(doc: OdfDocument, title: str) -> None:
+    meta = doc.meta
+    meta.set_title(title)
+    meta.set_creator("Erin Example")
+    meta.set_initial_creator("Erin Example")
+    meta.set_creation_date(datetime(2026, 2, 20, 12, 0))  # zone-less in the file: read as UTC
+    meta.set_modification_date(datetime(2026, 2, 21, 8, 0))
+    meta.set_language("en-GB")
+
+
+def _odf_bytes(doc: OdfDocument) -> bytes:
+    out = io.BytesIO()
+    doc.save(out)
+    # ODF wants its `mimetype` member first and stored: keep each member's compression.
+    return _fixed_zip_times(out.getvalue(), keep_compression=True)
+
+
+def report_odt() -> bytes:
+    """The DOCX report's shape as an OpenDocument text (what LibreOffice Writer saves):
+    meta.xml title, creator and dates, headings, paragraphs, a list and a table."""
+    doc = OdfDocument("text")
+    _odf_meta(doc, "Supply agreement")
+    body = doc.body
+    body.clear()
+    body.append(OdfHeader(1, "1 Parties"))
+    body.append(OdfParagraph("This agreement is made between Alpha Ltd and Beta GmbH."))
+    body.append(OdfHeader(2, "1.1 Term"))
+    body.append(
+        OdfParagraph("The agreement is effective as of 1 March 2026 and runs for one year.")
+    )
+    body.append(OdfList(["Widgets", "Gadgets"]))
+    body.append(OdfHeader(1, "2 Prices"))
+    table = OdfTable("Prices", width=2, height=3)
+    table.set_values([["Item", "Price"], ["Widget", "10"], ["Gadget", "12"]])
+    body.append(table)
+    body.append(OdfParagraph("Prices apply with effect from 1 April 2026."))
+    return _odf_bytes(doc)
+
+
+def deck_odp() -> bytes:
+    """Three slides as LibreOffice Impress saves them (its default page names, a title
+    placeholder and text boxes): a title slide, a slide of highlights, and a slide with no
+    title, which docling names after its page."""
+    doc = OdfDocument("presentation")
+    _odf_meta(doc, "Quarterly review")
+    doc.body.clear()
+    slides = (
+        ("Quarterly review", ["Prepared for the board"]),
+        ("Highlights", ["Revenue up 12% since 1 January 2026", "Two new regions"]),
+        (None, ["Questions welcome"]),
+    )
+    for number, (title, lines) in enumerate(slides, start=1):
+        page = DrawPage(f"page{number}", name=f"Slide {number}")
+        if title is not None:
+            page.append(
+                Frame.text_frame(
+                    title, size=("20cm", "3cm"), position=("2cm", "1cm"), presentation_class="title"
+                )
+            )
+        for row, line in enumerate(lines):
+            position = ("2cm", f"{5 + 3 * row}cm")
+            page.append(Frame.text_frame(line, size=("20cm", "2cm"), position=position))
+        doc.body.append(page)
+    return _odf_bytes(doc)
+
+
+EPUB_CONTAINER = (
+    '<?xml version="1.0"?><container version="1.0" '
+    'xmlns="urn:oasis:names:tc:opendocument:xmlns:container"><rootfiles>'
+    '<rootfile full-path="OEBPS/content.opf" media-type="application/oebps-package+xml"/>'
+    "</rootfiles></container>"
+)
+EPUB_PACKAGE = """<?xml version="1.0" encoding="UTF-8"?>
+<package xmlns="http://www.idpf.org/2007/opf" version="3.0" unique-identifier="id">
+<metadata xmlns:dc="http://purl.org/dc/elements/1.1/">
+<dc:identifier id="id">urn:uuid:7</dc:identifier>
+<dc:title>Field guide</dc:title><dc:creator>Erin Example</dc:creator><dc:language>en</dc:language>
+<dc:date>2026-01-15</dc:date></metadata>
+<manifest><item id="c1" href="ch1.xhtml" media-type="application/xhtml+xml"/>
+<item id="c2" href="ch2.xhtml" media-type="application/xhtml+xml"/></manifest>
+<spine><itemref idref="c1"/><itemref idref="c2"/></spine></package>"""
+EPUB_CHAPTERS = {
+    "OEBPS/ch1.xhtml": "<h1>Chapter one</h1><p>The survey started on 3 March 2026.</p>"
+    "<ul><li>Oak</li><li>Ash</li></ul>",
+    "OEBPS/ch2.xhtml": "<h1>Chapter two</h1><p>Results follow.</p><table><tr><th>Tree</th>"
+    "<th>Count</th></tr><tr><td>Oak</td><td>12</td></tr></table>",
+}
+
+
+def book_epub(chapters: dict[str, str] | None = None) -> bytes:
+    """An EPUB 3 of two chapters (headings, a paragraph with a date, a list, a table) with
+    its Dublin Core title, creator, language and date."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as archive:
+
+        def put(name: str, text: str, method: int = zipfile.ZIP_DEFLATED) -> None:
+            info = zipfile.ZipInfo(name, date_time=(2026, 3, 2, 9, 30, 0))
+            info.compress_type = method
+            archive.writestr(info, text)
+
+        put("mimetype", "application/epub+zip", zipfile.ZIP_STORED)
+        put("META-INF/container.xml", EPUB_CONTAINER)
+        put("OEBPS/content.opf", EPUB_PACKAGE)
+        for name, body in (EPUB_CHAPTERS if chapters is None else chapters).items():
+            put(
+                name,
+                '<?xml version="1.0"?><html xmlns="http://www.w3.org/1999/xhtml"><head>'
+                f"<title>{name}</title></head><body>{body}</body></html>",
+            )
+    return out.getvalue()
+
+
+def _fixed_zip_times(data: bytes, *, keep_compression: bool = False) -> bytes:
+    # python-docx, python-pptx and odfdo stamp each member with the clock: rewrite them with
+    # a fixed time.
     source = zipfile.ZipFile(io.BytesIO(data))
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
         for info in source.infolist():
             fixed = zipfile.ZipInfo(info.filename, date_time=(2026, 3, 2, 9, 30, 0))
-            fixed.compress_type = zipfile.ZIP_DEFLATED
+            fixed.compress_type = info.compress_type if keep_compression else zipfile.ZIP_DEFLATED
             archive.writestr(fixed, source.read(info.filename))
     return out.getvalue()
 

@@ -164,6 +164,52 @@ def pptx_dangling_slide() -> bytes:
     return out.getvalue()
 
 
+def replaced(package: bytes, member: str, data: bytes) -> bytes:
+    """`package` with one member's bytes replaced (the others as they were)."""
+    source = zipfile.ZipFile(io.BytesIO(package))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        for info in source.infolist():
+            archive.writestr(info, data if info.filename == member else source.read(info))
+    return out.getvalue()
+
+
+_LAUGHS = (
+    b'<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol">'
+    + b"".join(
+        b'<!ENTITY lol%d "%s">' % (i, (b"&lol%d;" % (i - 1) if i > 1 else b"&lol;") * 10)
+        for i in range(1, 10)
+    )
+    + b"]>"
+)
+
+
+def odt_laughs() -> bytes:
+    """content.xml as a billion-laughs entity bomb (a GiB once expanded)."""
+    body = (
+        b'<office:document-content xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0"'
+        b' xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0"><office:body>'
+        b"<office:text><text:p>&lol9;</text:p></office:text></office:body>"
+        b"</office:document-content>"
+    )
+    return replaced(corpus.report_odt(), "content.xml", _LAUGHS + body)
+
+
+def epub_external_entity() -> bytes:
+    """A package document that asks for /etc/passwd through an external entity."""
+    opf = (
+        b'<?xml version="1.0"?><!DOCTYPE package [<!ENTITY x SYSTEM "file:///etc/passwd">]>'
+        + corpus.EPUB_PACKAGE.split("?>", 1)[1].replace("Field guide", "&x;").encode()
+    )
+    return replaced(corpus.book_epub(), "OEBPS/content.opf", opf)
+
+
+def epub_traversal() -> bytes:
+    """A spine item whose href climbs out of the package (`../../etc/passwd`)."""
+    opf = corpus.EPUB_PACKAGE.replace('href="ch2.xhtml"', 'href="../../../etc/passwd"')
+    return replaced(corpus.book_epub(), "OEBPS/content.opf", opf.encode())
+
+
 def docx_zip_bomb() -> bytes:
     """A real DOCX whose document.xml is 1 GiB of spaces."""
     return _with_bomb(corpus.report_docx(), "word/document.xml")
@@ -229,6 +275,31 @@ HOSTILE: dict[str, tuple[str, Callable[[], bytes], str]] = {
     "pptx-not-a-zip": ("pptx", lambda: b"plain text, not a zip", "invalid_input"),
     "pptx-dangling-slide": ("pptx", pptx_dangling_slide, "invalid_input"),
     "pptx-truncated": ("pptx", lambda: corpus.deck_pptx()[:5000], "invalid_input"),
+    "odt-zip-bomb": ("odt", lambda: _with_bomb(corpus.report_odt(), "content.xml"), "too_large"),
+    "odt-not-a-zip": ("odt", lambda: b"plain text, not a zip", "invalid_input"),
+    "odt-truncated": ("odt", lambda: corpus.report_odt()[:3000], "invalid_input"),
+    "odt-is-a-presentation": ("odt", corpus.deck_odp, "invalid_input"),
+    "odt-content-not-xml": (
+        "odt",
+        lambda: replaced(corpus.report_odt(), "content.xml", b"<office:document-content"),
+        "invalid_input",
+    ),
+    "odt-entity-bomb": ("odt", odt_laughs, "invalid_input"),
+    "odp-zip-bomb": ("odp", lambda: _with_bomb(corpus.deck_odp(), "content.xml"), "too_large"),
+    "odp-truncated": ("odp", lambda: corpus.deck_odp()[:3000], "invalid_input"),
+    "epub-zip-bomb": (
+        "epub",
+        lambda: _with_bomb(corpus.book_epub(), "OEBPS/ch1.xhtml"),
+        "too_large",
+    ),
+    "epub-not-a-zip": ("epub", lambda: b"plain text, not a zip", "invalid_input"),
+    "epub-no-container": (
+        "epub",
+        lambda: _zip_of({"mimetype": "application/epub+zip", "OEBPS/ch1.xhtml": "<p/>"}),
+        "invalid_input",
+    ),
+    "epub-external-entity": ("epub", epub_external_entity, "invalid_input"),
+    "epub-spine-traversal": ("epub", epub_traversal, "ok"),
     # 50 MB of text is over the 32 MiB of canonical text one submission may carry.
     "html-50mb-one-line": ("html", lambda: html_one_line(50 * 1024 * 1024), "too_large"),
     "html-nested-100000": ("html", lambda: html_deep(100_000), "unsupported"),

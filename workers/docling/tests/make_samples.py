@@ -16,6 +16,8 @@ SAMPLES: dict[str, Callable[[], bytes]] = {
     "memo.pdf": corpus.simple_pdf,
     "supply-agreement.docx": corpus.report_docx,
     "quarterly-review.pptx": corpus.deck_pptx,
+    "supply-agreement.odt": corpus.report_odt,
+    "field-guide.epub": corpus.book_epub,
     "service-terms.html": lambda: corpus.REPORT_HTML.encode(),
     "release-notes.md": lambda: corpus.REPORT_MD.encode(),
 }

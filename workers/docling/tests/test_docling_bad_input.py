@@ -14,7 +14,7 @@ from workers_common import WorkerFailure
 from workers_common.conformance import check_submissions, run_handler
 
 import docling_corpus as corpus
-from hostile import HOSTILE
+from hostile import HOSTILE, epub_external_entity, epub_traversal, replaced
 from hostile import zero_pages as hostile_zero_pages
 
 
@@ -54,6 +54,13 @@ def test_at_least_twenty_hostile_inputs() -> None:
         ("pdf", corpus.scanned_pdf(), "OCR needs the models extra"),
         ("docling", b'{"name": "x", "rows": []}', "no schema_name"),
         ("docling", b"[1, 2]", "not a JSON object"),
+        ("odt", corpus.deck_odp(), "Expected an OpenDocument 'text'"),
+        (
+            "odt",
+            replaced(corpus.report_odt(), "content.xml", b"<x"),
+            "damaged part: XMLSyntaxError",
+        ),
+        ("epub", b"text", "EPUB files are zip archives"),
     ],
 )
 def test_failure_says_what_is_wrong(fmt: str, data: bytes, words: str, tmp_path: Path) -> None:
@@ -112,3 +119,25 @@ def test_html_text_over_the_cap_is_refused_before_conversion_and_markup_is_not_t
     utf16 = "<p>word</p>".encode("utf-16") * (cap // 20)
     assert len(utf16) > cap
     check_html(utf16, max_depth=250, max_elements=200_000)
+
+
+def test_an_epub_external_entity_reads_no_file(tmp_path: Path) -> None:
+    """An external entity in the package document is refused (defusedxml) before it
+    reads this machine's /etc/passwd."""
+    path = tmp_path / "book.epub"
+    path.write_bytes(epub_external_entity())
+    with pytest.raises(WorkerFailure) as failure:
+        run_handler(handle, path, format="epub", name=path.name, options={})
+    assert failure.value.kind == "invalid_input"
+    assert "root:" not in str(failure.value)
+
+
+def test_an_epub_chapter_outside_its_package_is_skipped(tmp_path: Path) -> None:
+    """A spine item that climbs out of the package names no member: that chapter is
+    skipped, the others are projected, and no file of this machine is read."""
+    path = tmp_path / "book.epub"
+    path.write_bytes(epub_traversal())
+    [raw] = run_handler(handle, path, format="epub", name=path.name, options={})
+    text = json.loads(raw)["canonicalText"]
+    assert "Chapter one" in text
+    assert "root:" not in text

@@ -33,6 +33,9 @@ CORPUS: dict[str, tuple[str, Callable[[], bytes]]] = {
     "simple-pdf": ("pdf", corpus.simple_pdf),
     "report-docx": ("docx", corpus.report_docx),
     "deck-pptx": ("pptx", corpus.deck_pptx),
+    "report-odt": ("odt", corpus.report_odt),
+    "deck-odp": ("odp", corpus.deck_odp),
+    "book-epub": ("epub", corpus.book_epub),
     "report-html": ("html", lambda: corpus.REPORT_HTML.encode()),
     "report-md": ("md", lambda: corpus.REPORT_MD.encode()),
     **{

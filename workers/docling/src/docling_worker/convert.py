@@ -1,13 +1,15 @@
-"""DOCX, PPTX, HTML and Markdown into a DoclingDocument through docling's own backends.
+"""DOCX, PPTX, ODT, ODP, EPUB, HTML and Markdown into a DoclingDocument through docling's
+own backends.
 
 docling's `DocumentConverter` cannot be imported without torch (its audio pipeline pulls
 it in), so the worker calls the declarative backends directly, as the converter would for
 these formats: an `InputDocument` over the bytes, then its backend's `convert()`. Remote
-and local resources are never fetched (docling's defaults), and DOCX archives are read
-under docling's archive limits (a zip bomb stops at the first member over them). Its
-PPTX backend (python-pptx) reads the zip without any: the sizes the archive declares
-are checked against the same limits first (a zip member is never inflated past its
-declared size), so a bomb deck is too_large before a byte of it is inflated.
+and local resources are never fetched (docling's defaults), and DOCX and EPUB archives
+are read under docling's archive limits (a zip bomb stops at the first member over them).
+Its PPTX backend (python-pptx) and OpenDocument backend (odfdo) read the zip without any:
+the sizes the archive declares are checked against the same limits first (a zip member
+is never inflated past its declared size), so a bomb is too_large before a byte of it is
+inflated.
 """
 
 from __future__ import annotations
@@ -19,10 +21,12 @@ from io import BytesIO
 from typing import Any
 
 from docling.backend.abstract_backend import DeclarativeDocumentBackend
+from docling.backend.epub_backend import EpubDocumentBackend
 from docling.backend.html_backend import HTMLDocumentBackend
 from docling.backend.md_backend import MarkdownDocumentBackend
 from docling.backend.mspowerpoint_backend import MsPowerpointDocumentBackend
 from docling.backend.msword_backend import MsWordDocumentBackend
+from docling.backend.opendocument_backend import OdpDocumentBackend, OdtDocumentBackend
 from docling.backend.utils.archive_limits import (
     ArchiveLimitError,
     ArchiveLimits,
@@ -41,25 +45,39 @@ __all__ = ["convert_declarative"]
 _BACKENDS: dict[str, tuple[InputFormat, type[DeclarativeDocumentBackend], str]] = {
     "docx": (InputFormat.DOCX, MsWordDocumentBackend, "input.docx"),
     "pptx": (InputFormat.PPTX, MsPowerpointDocumentBackend, "input.pptx"),
+    "odt": (InputFormat.ODT, OdtDocumentBackend, "input.odt"),
+    "odp": (InputFormat.ODP, OdpDocumentBackend, "input.odp"),
+    "epub": (InputFormat.EPUB, EpubDocumentBackend, "input.epub"),
     "html": (InputFormat.HTML, HTMLDocumentBackend, "input.html"),
     "md": (InputFormat.MD, MarkdownDocumentBackend, "input.md"),
 }
 _ZIP_MAGIC = b"PK\x03\x04"
-_PPTX_LIMITS = ArchiveLimits(
+_ZIPPED = frozenset({"docx", "pptx", "odt", "odp", "epub"})
+_CHECKED_ZIPS = frozenset({"pptx", "odt", "odp", "epub"})
+"""Packages whose declared sizes the worker checks (docling checks a DOCX's itself)."""
+_ZIP_LIMITS = ArchiveLimits(
     max_file_bytes=128 << 20, max_total_bytes=512 << 20, max_member_count=10_000
 )
-"""docling's defaults for a DOCX (MsWordBackendOptions), which its PPTX backend lacks."""
-_PPTX_PARSE_ERRORS = (KeyError, IndexError, ValueError, AttributeError, SyntaxError)
+"""docling's defaults for a DOCX (MsWordBackendOptions), which its PPTX and OpenDocument
+backends lack."""
+_PARSE_ERRORS: dict[str, tuple[type[Exception], ...]] = {
+    # The readers follow a package's parts as they go: a relationship id no part answers,
+    # an attribute the schema requires that is missing, or XML that is not the schema's,
+    # surfaces mid-conversion as one of these.
+    "pptx": (KeyError, IndexError, ValueError, AttributeError, SyntaxError),
+    "odt": (KeyError, IndexError, ValueError, AttributeError, SyntaxError, TypeError),
+    "odp": (KeyError, IndexError, ValueError, AttributeError, SyntaxError, TypeError),
+}
 
 
 def _open(data: bytes, fmt: str) -> tuple[InputDocument, DeclarativeDocumentBackend]:
     input_format, backend_class, filename = _BACKENDS[fmt]
-    if fmt in ("docx", "pptx") and not data.startswith(_ZIP_MAGIC):
+    if fmt in _ZIPPED and not data.startswith(_ZIP_MAGIC):
         raise InvalidInput(
-            f"not a {fmt.upper()} file: a {fmt.upper()} is a zip archive and this is not one"
+            f"not a {fmt.upper()} file: {fmt.upper()} files are zip archives and this is not one"
         )
-    if fmt == "pptx":
-        _check_declared_sizes(data)
+    if fmt in _CHECKED_ZIPS:
+        _check_declared_sizes(data, fmt.upper())
     document = InputDocument(
         path_or_stream=BytesIO(data), format=input_format, backend=backend_class, filename=filename
     )
@@ -76,38 +94,45 @@ def _open(data: bytes, fmt: str) -> tuple[InputDocument, DeclarativeDocumentBack
     return document, backend
 
 
-def _check_declared_sizes(data: bytes) -> None:
-    """A PPTX's members under the limits docling keeps for DOCX, by their declared sizes."""
+def _check_declared_sizes(data: bytes, what: str) -> None:
+    """A package's members under the limits docling keeps for DOCX, by their declared sizes."""
     try:
         with zipfile.ZipFile(BytesIO(data)) as archive:
-            check_archive_limits(archive, _PPTX_LIMITS)
+            check_archive_limits(archive, _ZIP_LIMITS)
     except ArchiveLimitError as err:
-        raise TooLarge(f"PPTX archive: {str(err)[:300]}") from err
+        raise TooLarge(f"{what} archive: {str(err)[:300]}") from err
     except NotImplementedError as err:  # a zip feature the standard library lacks
-        raise Unsupported(f"PPTX archive: {str(err)[:200]}") from err
+        raise Unsupported(f"{what} archive: {str(err)[:200]}") from err
     except (zipfile.BadZipFile, OSError, EOFError, ValueError) as err:
-        raise InvalidInput(f"not a readable PPTX file: {str(err)[:200]}") from err
+        raise InvalidInput(f"not a readable {what} file: {str(err)[:200]}") from err
 
 
 def convert_declarative(data: bytes, fmt: str) -> Converted:
-    """Converts DOCX, PPTX, HTML or Markdown bytes; typed failures for what cannot be read."""
-    damaged: tuple[type[Exception], ...] = _PPTX_PARSE_ERRORS if fmt == "pptx" else ()
+    """Converts DOCX, PPTX, ODT, ODP, EPUB, HTML or Markdown bytes; typed failures for what
+    cannot be read."""
+    damaged = _PARSE_ERRORS.get(fmt, ())
     try:
         document, backend = _open(data, fmt)
         converted = backend.convert()
     except RecursionError as err:
         raise Unsupported(f"{fmt.upper()} nested too deeply to convert") from err
+    except ArchiveLimitError as err:  # EPUB: docling's own limits, met while reading
+        raise TooLarge(f"{fmt.upper()} archive: {str(err)[:300]}") from err
     except DocumentLoadError as err:
         raise InvalidInput(f"{fmt.upper()}: {str(err)[:300]}") from err
     except damaged as err:
-        # python-pptx follows the package's parts as it goes: a relationship id no part
-        # answers, or XML that is not the schema's, surfaces mid-conversion.
-        raise InvalidInput(f"PPTX: a damaged part: {type(err).__name__}: {str(err)[:200]}") from err
+        raise InvalidInput(
+            f"{fmt.upper()}: a damaged part: {type(err).__name__}: {str(err)[:200]}"
+        ) from err
     meta = SourceMeta()
     if fmt == "docx":
         meta = _docx_meta(backend)
     elif fmt == "html":
         meta = _html_meta(backend)
+    elif fmt in ("odt", "odp"):
+        meta = _odf_meta(backend)
+    elif fmt == "epub":
+        meta = _epub_meta(backend)
     del document
     return Converted(converted, meta)
 
@@ -131,6 +156,40 @@ def _docx_meta(backend: DeclarativeDocumentBackend) -> SourceMeta:
         created=_aware(props.created),
         modified=_aware(props.modified),
         language=clean_meta(props.language),
+    )
+
+
+def _odf_meta(backend: DeclarativeDocumentBackend) -> SourceMeta:
+    """meta.xml: title, creator (else the initial one), creation and last-save dates; a
+    presentation's slide count as its page count (as for a PPTX)."""
+    odf = getattr(backend, "odf_obj", None)
+    if odf is None:
+        return SourceMeta()
+    meta = odf.meta
+    author = clean_meta(meta.get_creator()) or clean_meta(meta.get_initial_creator())
+    slides = len(odf.body.get_draw_pages()) if odf.get_type() == "presentation" else None
+    return SourceMeta(
+        title=clean_meta(meta.get_title()),
+        authors=(author,) if author else (),
+        created=_aware(meta.get_creation_date()),
+        modified=_aware(meta.get_modification_date()),
+        language=clean_meta(meta.get_language()),
+        page_count=slides,
+    )
+
+
+def _epub_meta(backend: DeclarativeDocumentBackend) -> SourceMeta:
+    """The package's Dublin Core: title, creator, language and date (publication)."""
+    metadata = getattr(backend, "metadata", None)
+    if not isinstance(metadata, dict):
+        return SourceMeta()
+    author = clean_meta(metadata.get("creator"))
+    date = metadata.get("date")
+    return SourceMeta(
+        title=clean_meta(metadata.get("title")),
+        authors=(author,) if author else (),
+        created=_html_date(date if isinstance(date, str) else None),
+        language=clean_meta(metadata.get("language")),
     )
 
 

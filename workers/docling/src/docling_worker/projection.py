@@ -71,6 +71,8 @@ class Projection:
     child_counts: dict[int, int] = field(default_factory=dict)
     blocks: list[Block] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
+    title: str | None = None
+    """The DOCUMENT node's title (the source's metadata, else its first title item)."""
 
     def contain(self, parent: NodeRef, child: NodeRef) -> None:
         index = self.child_counts.get(parent.index, 0)
@@ -187,8 +189,9 @@ def project_document(
 ) -> Projection:
     """Writes the whole document into `builder`; returns the projection's state."""
     doc = converted.document
-    root = builder.add_node(["DOCUMENT"], _document_properties(converted, name, source_format))
-    state = Projection(builder, doc, root, _caption_refs(doc))
+    props = _document_properties(converted, name, source_format)
+    root = builder.add_node(["DOCUMENT"], props)
+    state = Projection(builder, doc, root, _caption_refs(doc), title=props.get("title"))
     state.counts["DOCUMENT"] = 1
     try:
         _walk(state, doc.body)
@@ -226,8 +229,9 @@ def _title(state: Projection, item: TitleItem) -> None:
     text = clean(item.text)
     if not text:
         return
-    if state.builder.span_count == 0 and not state.sections:
-        # The document's own title: the DOCUMENT node's span.
+    if state.builder.span_count == 0 and not state.sections and state.title in (None, text):
+        # The document's own title: the DOCUMENT node's span. A first title that is not
+        # the document's (an EPUB's first chapter under the book's title) is a section.
         span, _ = state.text_block(text, "title")
         state.builder.attach_span(state.root, span)
         for child in _children(item, state.document):
