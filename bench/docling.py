@@ -52,7 +52,7 @@ def config(root: Path, *, helper: bool = True) -> Path:
     path.write_text(
         f'[server]\nlisten = "127.0.0.1:0"\ndata_dir = "{root / "data"}"\n'
         '[pools.docling]\nformats = ["pdf", "docx", "pptx", "odt", "odp", "epub", "html", "md",'
-        ' "docling"]\nworkers = 1\n'
+        ' "latex", "docling"]\nworkers = 1\n'
         f'command = ["{PYTHON}", "-m", "docling_worker"]\njob_timeout_secs = 600\n'
         "[pools.docling.limits]\nmemory_mb = 3072\ncpu_secs = 600\nopen_files = 256\n"
         + ("" if helper else '[pools.docling.env]\nDOCLING_PDF_HELPER = "0"\n')

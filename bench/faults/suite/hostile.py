@@ -87,6 +87,7 @@ def seeds() -> dict[str, tuple[str, bytes]]:
         "odt": ("seed.odt", docling_corpus.report_odt()),
         "odp": ("seed.odp", docling_corpus.deck_odp()),
         "epub": ("seed.epub", docling_corpus.book_epub()),
+        "latex": ("seed.tex", docling_corpus.PAPER_TEX.encode()),
         "html": ("seed.html", docling_corpus.REPORT_HTML.encode()),
         "md": ("seed.md", docling_corpus.REPORT_MD.encode()),
         "docling": (
@@ -195,7 +196,7 @@ def pools(smoke: bool, work: Path, *, render: bool = True) -> dict[str, Pool]:
     base = real_pools()
     base["tabular"].formats = ["csv", "tsv", "xlsx", "xlsb", "xls", "ods", "parquet"]
     base["docling"] = Pool(
-        ["pdf", "docx", "pptx", "odt", "odp", "epub", "html", "md", "docling"],
+        ["pdf", "docx", "pptx", "odt", "odp", "epub", "html", "md", "latex", "docling"],
         worker_module("docling_worker"),
         1,
         600,

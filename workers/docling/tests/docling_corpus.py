@@ -352,6 +352,45 @@ def book_epub(chapters: dict[str, str] | None = None) -> bytes:
     return out.getvalue()
 
 
+PAPER_TEX = r"""\documentclass{article}
+\usepackage{amsmath}
+\newcommand{\site}{Lisbon}
+\title{Field notes on urban trees}
+\author{Erin Example}
+\date{1 March 2026}
+\begin{document}
+\maketitle
+\begin{abstract}
+We count trees in \site{} over one season.
+\end{abstract}
+\section{Introduction}
+The survey started on 3 March 2026 and is effective as of 1 April 2026.
+% a comment the reader never sees
+\subsection{Method}
+\begin{itemize}
+\item Oak
+\item Ash
+\end{itemize}
+\begin{table}[h]
+\begin{tabular}{ll}
+Tree & Count \\
+Oak & 12 \\
+\end{tabular}
+\caption{Trees counted}
+\end{table}
+The mean is $\bar{x} = 12$ and
+\begin{equation}
+E = mc^2
+\end{equation}
+\section{Results}
+See Table~1 and \cite{smith2020}.
+\input{appendix}
+\end{document}
+"""
+r"""A short paper: preamble metadata, a custom macro, an abstract, nested sections, a list,
+a captioned table, math, a citation and an `\input` (which reads nothing: no folder)."""
+
+
 def _fixed_zip_times(data: bytes, *, keep_compression: bool = False) -> bytes:
     # python-docx, python-pptx and odfdo stamp each member with the clock: rewrite them with
     # a fixed time.

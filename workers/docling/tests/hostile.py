@@ -210,6 +210,19 @@ def epub_traversal() -> bytes:
     return replaced(corpus.book_epub(), "OEBPS/content.opf", opf.encode())
 
 
+def latex_recursive_macros() -> bytes:
+    """A macro that expands to itself, and one that doubles 24 times (16 M copies)."""
+    doubling = b"".join(
+        b"\\def\\m%s{\\m%s\\m%s}" % (bytes([98 + i]), bytes([97 + i]), bytes([97 + i]))
+        for i in range(24)
+    )
+    return (
+        b"\\newcommand{\\loop}{\\loop}\\def\\ma{xx}"
+        + doubling
+        + b"\\begin{document}\\loop \\my\\end{document}"
+    )
+
+
 def docx_zip_bomb() -> bytes:
     """A real DOCX whose document.xml is 1 GiB of spaces."""
     return _with_bomb(corpus.report_docx(), "word/document.xml")
@@ -300,6 +313,14 @@ HOSTILE: dict[str, tuple[str, Callable[[], bytes], str]] = {
     ),
     "epub-external-entity": ("epub", epub_external_entity, "invalid_input"),
     "epub-spine-traversal": ("epub", epub_traversal, "ok"),
+    "latex-empty": ("latex", lambda: b"", "invalid_input"),
+    "latex-braces-100000-deep": (
+        "latex",
+        lambda: b"\\begin{document}" + b"{" * 100_000 + b"x" + b"}" * 100_000 + b"\\end{document}",
+        "ok",
+    ),
+    "latex-recursive-macros": ("latex", latex_recursive_macros, "ok"),
+    "latex-binary-garbage": ("latex", lambda: bytes(range(256)) * 64, "ok"),
     # 50 MB of text is over the 32 MiB of canonical text one submission may carry.
     "html-50mb-one-line": ("html", lambda: html_one_line(50 * 1024 * 1024), "too_large"),
     "html-nested-100000": ("html", lambda: html_deep(100_000), "unsupported"),

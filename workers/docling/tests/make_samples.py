@@ -18,6 +18,7 @@ SAMPLES: dict[str, Callable[[], bytes]] = {
     "quarterly-review.pptx": corpus.deck_pptx,
     "supply-agreement.odt": corpus.report_odt,
     "field-guide.epub": corpus.book_epub,
+    "field-notes.tex": lambda: corpus.PAPER_TEX.encode(),
     "service-terms.html": lambda: corpus.REPORT_HTML.encode(),
     "release-notes.md": lambda: corpus.REPORT_MD.encode(),
 }

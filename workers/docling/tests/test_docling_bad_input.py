@@ -141,3 +141,18 @@ def test_an_epub_chapter_outside_its_package_is_skipped(tmp_path: Path) -> None:
     text = json.loads(raw)["canonicalText"]
     assert "Chapter one" in text
     assert "root:" not in text
+
+
+def test_latex_input_and_include_read_no_file(tmp_path: Path) -> None:
+    """`\\input`, `\\include` and `\\includegraphics` resolve against no folder (the bytes
+    come as a stream), so an absolute or climbing path reads nothing of this machine."""
+    source = (
+        b"\\begin{document}\\section{A}Before.\\input{/etc/passwd}\\include{../../etc/passwd}"
+        b"\\includegraphics{/etc/passwd}After.\\end{document}"
+    )
+    path = tmp_path / "paper.tex"
+    path.write_bytes(source)
+    [raw] = run_handler(handle, path, format="latex", name=path.name, options={})
+    text = json.loads(raw)["canonicalText"]
+    assert "Before." in text
+    assert "root:" not in text

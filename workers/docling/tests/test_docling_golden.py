@@ -36,6 +36,7 @@ CORPUS: dict[str, tuple[str, Callable[[], bytes]]] = {
     "report-odt": ("odt", corpus.report_odt),
     "deck-odp": ("odp", corpus.deck_odp),
     "book-epub": ("epub", corpus.book_epub),
+    "paper-latex": ("latex", lambda: corpus.PAPER_TEX.encode()),
     "report-html": ("html", lambda: corpus.REPORT_HTML.encode()),
     "report-md": ("md", lambda: corpus.REPORT_MD.encode()),
     **{
@@ -266,3 +267,31 @@ def test_each_format_imports_only_its_readers() -> None:
         " 'docling.backend.msword_backend' in docx)\n"
     )
     assert _in_a_fresh_python(code).split("\n")[:3] == ["[]", "False False False", "True True True"]
+
+
+def test_a_hidden_slide_is_left_out_and_a_visible_one_kept(tmp_path: Path) -> None:
+    """Impress hides a slide through its drawing-page style (presentation:visibility):
+    docling moves it to the invisible layer, and the projection leaves that layer out."""
+    import io
+    import zipfile
+
+    from hostile import replaced
+
+    deck = corpus.deck_odp()
+    content = zipfile.ZipFile(io.BytesIO(deck)).read("content.xml").decode()
+    hidden = (
+        '<style:style style:name="dpHidden" style:family="drawing-page">'
+        '<style:drawing-page-properties presentation:visibility="hidden"/></style:style>'
+    )
+    content = content.replace("<office:automatic-styles>", "<office:automatic-styles>" + hidden)
+    content = content.replace(
+        '<draw:page draw:id="page2"', '<draw:page draw:style-name="dpHidden" draw:id="page2"'
+    )
+    path = tmp_path / "deck.odp"
+    path.write_bytes(replaced(deck, "content.xml", content.encode()))
+    sub = json.loads(run_handler(handle, path, format="odp", name="deck", options={})[0])
+    text = sub["canonicalText"]
+    assert "Prepared for the board" in text
+    assert "Questions welcome" in text
+    assert "Highlights" not in text
+    assert "Revenue up 12%" not in text

@@ -42,7 +42,7 @@ def run(tmp_path: Path, inputs: Path) -> dict[str, Any]:
         f'[server]\nlisten = "127.0.0.1:0"\ndata_dir = "{tmp_path / "data"}"\n'
         "[jobs]\nmax_attempts = 3\nlease_secs = 60\nbackoff_base_ms = 50\nbackoff_max_ms = 200\n"
         '[pools.docling]\nformats = ["pdf", "docx", "pptx", "odt", "odp", "epub", "html", "md",'
-        ' "docling"]\nworkers = 1\n'
+        ' "latex", "docling"]\nworkers = 1\n'
         f'command = ["{sys.executable}", "-m", "docling_worker"]\njob_timeout_secs = 120\n'
         "max_jobs_per_worker = 200\n"
         "[pools.docling.limits]\nmemory_mb = 3072\ncpu_secs = 300\nopen_files = 256\n"
@@ -75,6 +75,7 @@ def test_hostile_inputs_die_once_typed_and_good_jobs_succeed(tmp_path: Path) -> 
     (inputs / "z-last.odt").write_bytes(corpus.report_odt())
     (inputs / "z-last.odp").write_bytes(corpus.deck_odp())
     (inputs / "z-last.epub").write_bytes(corpus.book_epub())
+    (inputs / "z-last.tex").write_text(corpus.PAPER_TEX)
     (inputs / "z-last.html").write_text(corpus.REPORT_HTML)
     (inputs / "z-last.md").write_text(corpus.REPORT_MD)
     (inputs / "z-last.json").write_bytes(corpus.docling_json(corpus.docling_tables()))
@@ -91,9 +92,10 @@ def test_hostile_inputs_die_once_typed_and_good_jobs_succeed(tmp_path: Path) -> 
             assert failure["kind"] == expected[name], (name, failure["reason"])
         else:
             assert job["state"] == "succeeded", job
-    assert len(jobs) == len(expected) + 11
+    assert len(jobs) == len(expected) + 12
     assert jobs["z-last.pptx"]["node_count"] >= 8  # DOCUMENT, SECTIONs, LIST, TABLE, ...
     assert jobs["z-last.odt"]["node_count"] >= 11  # DOCUMENT, 3 SECTIONs, LIST, TABLE, ...
     assert jobs["z-last.odp"]["node_count"] >= 7
     assert jobs["z-last.epub"]["node_count"] >= 9
+    assert jobs["z-last.tex"]["node_count"] >= 12
     assert jobs["z-last-figures.pdf"]["node_count"] >= 10  # DOCUMENT, 3 FIGUREs, 2 CAPTIONs, ...

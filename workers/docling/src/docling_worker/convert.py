@@ -1,5 +1,5 @@
-"""DOCX, PPTX, ODT, ODP, EPUB, HTML and Markdown into a DoclingDocument through docling's
-own backends.
+"""DOCX, PPTX, ODT, ODP, EPUB, HTML, Markdown and LaTeX into a DoclingDocument
+through docling's own backends.
 
 docling's `DocumentConverter` cannot be imported without torch (its audio pipeline pulls
 it in), so the worker calls the declarative backends directly, as the converter would for
@@ -23,6 +23,7 @@ from typing import Any
 from docling.backend.abstract_backend import DeclarativeDocumentBackend
 from docling.backend.epub_backend import EpubDocumentBackend
 from docling.backend.html_backend import HTMLDocumentBackend
+from docling.backend.latex_backend import LatexDocumentBackend
 from docling.backend.md_backend import MarkdownDocumentBackend
 from docling.backend.mspowerpoint_backend import MsPowerpointDocumentBackend
 from docling.backend.msword_backend import MsWordDocumentBackend
@@ -35,6 +36,7 @@ from docling.backend.utils.archive_limits import (
 from docling.datamodel.base_models import InputFormat
 from docling.datamodel.document import InputDocument
 from docling.exceptions import DocumentLoadError
+from docling_core.types.doc import DoclingDocument
 
 from workers_common import InvalidInput, TooLarge, Unsupported
 
@@ -50,6 +52,9 @@ _BACKENDS: dict[str, tuple[InputFormat, type[DeclarativeDocumentBackend], str]] 
     "epub": (InputFormat.EPUB, EpubDocumentBackend, "input.epub"),
     "html": (InputFormat.HTML, HTMLDocumentBackend, "input.html"),
     "md": (InputFormat.MD, MarkdownDocumentBackend, "input.md"),
+    # A stream, not a path: \input, \include and \includegraphics resolve against no
+    # folder, so they read nothing; no TikZ engine runs (docling's defaults).
+    "latex": (InputFormat.LATEX, LatexDocumentBackend, "input.tex"),
 }
 _ZIP_MAGIC = b"PK\x03\x04"
 _ZIPPED = frozenset({"docx", "pptx", "odt", "odp", "epub"})
@@ -108,8 +113,8 @@ def _check_declared_sizes(data: bytes, what: str) -> None:
 
 
 def convert_declarative(data: bytes, fmt: str) -> Converted:
-    """Converts DOCX, PPTX, ODT, ODP, EPUB, HTML or Markdown bytes; typed failures for what
-    cannot be read."""
+    """Converts DOCX, PPTX, ODT, ODP, EPUB, HTML, Markdown or LaTeX bytes; typed
+    failures for what cannot be read."""
     damaged = _PARSE_ERRORS.get(fmt, ())
     try:
         document, backend = _open(data, fmt)
@@ -133,6 +138,8 @@ def convert_declarative(data: bytes, fmt: str) -> Converted:
         meta = _odf_meta(backend)
     elif fmt == "epub":
         meta = _epub_meta(backend)
+    elif fmt == "latex":
+        meta = _latex_meta(converted)
     del document
     return Converted(converted, meta)
 
@@ -191,6 +198,21 @@ def _epub_meta(backend: DeclarativeDocumentBackend) -> SourceMeta:
         created=_html_date(date if isinstance(date, str) else None),
         language=clean_meta(metadata.get("language")),
     )
+
+
+def _latex_meta(document: DoclingDocument) -> SourceMeta:
+    """The preamble's `\\author` names (docling keeps them in an "authors" group; the title
+    is the document's first title item)."""
+    authors: list[str] = []
+    for group in document.groups:
+        if group.name != "authors":
+            continue
+        for ref in group.children:
+            item = ref.resolve(document)
+            name = clean_meta(getattr(item, "text", None))
+            if name and name not in authors:
+                authors.append(name)
+    return SourceMeta(authors=tuple(authors))
 
 
 def clean_meta(value: object) -> str | None:

@@ -1,9 +1,9 @@
-"""The docling worker's entry: formats pdf, docx, pptx, odt, odp, epub, html, md and docling,
-and how a job becomes a submission.
+"""The docling worker's entry: formats pdf, docx, pptx, odt, odp, epub, html, md, latex and
+docling, and how a job becomes a submission.
 
 Every input becomes a DoclingDocument first (pdf_document for PDFs, convert for DOCX, PPTX,
-ODT, ODP, EPUB, HTML and Markdown, doclingjson for DoclingDocument JSON), then `projection`
-turns that one shape into the graph and `temporal` adds the date rules.
+ODT, ODP, EPUB, HTML, Markdown and LaTeX, doclingjson for DoclingDocument JSON),
+then `projection` turns that one shape into the graph and `temporal` adds the date rules.
 
 Job options (all optional):
 
@@ -37,7 +37,18 @@ __all__ = [
     "handle",
 ]
 
-FORMATS = ("pdf", "docx", "pptx", "odt", "odp", "epub", "html", "md", "docling")
+FORMATS = (
+    "pdf",
+    "docx",
+    "pptx",
+    "odt",
+    "odp",
+    "epub",
+    "html",
+    "md",
+    "latex",
+    "docling",
+)
 DEFAULT_MAX_PAGES = 2000
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 DEFAULT_MAX_PDF_BYTES = 200 * 1024 * 1024
@@ -75,6 +86,7 @@ def convert(data: bytes, fmt: str, options: Mapping[str, Any]) -> Converted:
         check_html(data, max_depth=depth, max_elements=elements)
     elif fmt == "md":
         check_markdown(data, max_elements=elements)
+
     from .convert import convert_declarative
 
     return convert_declarative(data, fmt)

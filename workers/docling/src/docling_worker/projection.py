@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from docling_core.types.doc import (
+    ContentLayer,
     CoordOrigin,
     DocItem,
     DocItemLabel,
@@ -139,13 +140,19 @@ def provenance(item: DocItem, document: DoclingDocument) -> dict[str, Any]:
     return out
 
 
+_OUTSIDE = frozenset({ContentLayer.FURNITURE, ContentLayer.BACKGROUND, ContentLayer.INVISIBLE})
+"""Layers outside the document's text: page furniture (headers, footers, a LaTeX preamble's
+commands), backgrounds, and what the source hides (a hidden slide). Speaker notes (NOTES)
+stay: they are the author's text."""
+
+
 def _children(node: NodeItem, document: DoclingDocument) -> Iterator[NodeItem]:
     for ref in node.children:
         try:
             child = ref.resolve(document)
         except (IndexError, KeyError, ValueError, AttributeError) as err:
             raise InvalidInput(f"DoclingDocument: dangling reference {ref.cref}") from err
-        if isinstance(child, NodeItem):
+        if isinstance(child, NodeItem) and child.content_layer not in _OUTSIDE:
             yield child
 
 
