@@ -475,22 +475,24 @@ class Layout:
         define (an enum variant, a derived or generated method) never heals."""
         if self.languages.get(path) not in ("python", "rust", "javascript", "typescript", "tsx"):
             return {}
-        # The names this file writes, and those its table's re-exports lead through
-        # (`crate::bits::varsize::VarBitSet` for a file that writes only `VarBitSet`).
-        words = set(self._words(path))
-        for key, value in table.items():
-            words.update(_WORD.findall(f"{key} {value}".encode()))
         targets = {v.partition("#")[0] for v in table.values() if v in self.paths or "#" in v}
         own_stars = self.star_sources(path)
         targets |= set(own_stars)
         out: dict[str, str] = {"*" + path: " ".join(own_stars)} if own_stars else {}
         pending = sorted(t for t in targets if t in self.paths and t != path)
+        if not pending:  # most files import no file of the archive: no words needed
+            return out
+        # The names this file writes, and those its table's re-exports lead through
+        # (`crate::bits::varsize::VarBitSet` for a file that writes only `VarBitSet`).
+        written = self._words(path)
+        through = frozenset(_WORD.findall(" ".join(f"{k} {v}" for k, v in table.items()).encode()))
         for _ in range(STAR_HOPS + 1):
             following: list[str] = []
             for target in pending:
                 if "#" + target in out:
                     continue
-                names = sorted(n.decode() for n in self.defined_names(target) & words)
+                defined = self.defined_names(target)
+                names = sorted(n.decode() for n in (defined & written) | (defined & through))
                 out["#" + target] = " ".join(names)
                 stars = self.star_sources(target)
                 if stars:
