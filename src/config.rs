@@ -21,8 +21,8 @@ const DEFAULT_NR_OPEN: u64 = 1 << 20;
 /// Formats the core accepts even when no pool declares them (workers may join from
 /// other hosts). Pools add their own.
 pub const BUILTIN_FORMATS: &[&str] = &[
-    "code", "code-archive", "csv", "docling", "docx", "eml", "epub", "html", "latex", "md", "msg", "odp", "ods",
-    "odt", "parquet", "pdf", "pptx", "text", "tsv", "txt", "web", "xls", "xlsb", "xlsx",
+    "code", "code-archive", "csv", "docling", "docx", "eml", "epub", "html", "latex", "mbox", "md", "msg", "odp",
+    "ods", "odt", "parquet", "pdf", "pptx", "text", "tsv", "txt", "web", "xls", "xlsb", "xlsx",
 ];
 
 #[derive(Debug, thiserror::Error)]
@@ -623,6 +623,7 @@ pub fn format_for_path(path: &Path) -> Option<&'static str> {
         "html" | "htm" => "html",
         "eml" => "eml",
         "msg" => "msg",
+        "mbox" | "mbx" => "mbox",
         "py" | "pyi" | "rs" | "js" | "mjs" | "cjs" | "jsx" | "ts" | "mts" | "cts" | "tsx" | "go" | "java" | "c" | "h"
         | "cc" | "cpp" | "cxx" | "c++" | "hh" | "hpp" | "hxx" | "h++" | "rb" => "code",
         "json" => "docling",
@@ -766,7 +767,7 @@ mod tests {
             ("repo.tar.gz", "code-archive"), ("repo.TGZ", "code-archive"), ("repo.tar.xz", "code-archive"),
             ("repo.tar.bz2", "code-archive"), ("repo.tar", "code-archive"), ("repo.zip", "code-archive"),
             ("lib.rs", "code"), ("app.tsx", "code"), ("x.hpp", "code"), ("m.mjs", "code"),
-            ("paper.pdf", "pdf"), ("memo.DOCX", "docx"), ("deck.pptx", "pptx"), ("letter.odt", "odt"), ("slides.ODP", "odp"), ("book.epub", "epub"), ("paper.tex", "latex"), ("page.htm", "html"), ("notes.md", "md"),
+            ("paper.pdf", "pdf"), ("memo.DOCX", "docx"), ("deck.pptx", "pptx"), ("letter.odt", "odt"), ("slides.ODP", "odp"), ("book.epub", "epub"), ("paper.tex", "latex"), ("Inbox.mbox", "mbox"), ("page.htm", "html"), ("notes.md", "md"),
             ("doc.json", "docling"), ("sheet.csv", "csv"), ("sheet.csv.gz", "csv"), ("sheet.CSV.ZST", "csv"),
             ("t.tsv.xz", "tsv"), ("book.xlsm", "xlsx"), ("old.xls", "xls"), ("b.xlsb", "xlsb"), ("c.ods", "ods"),
         ];

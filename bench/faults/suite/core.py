@@ -68,7 +68,7 @@ def real_pools(workers: int = 1) -> dict[str, Pool]:
             ["csv", "tsv", "xlsx"], worker_module("tabular_worker"), workers, 120, 2048
         ),
         "email": Pool(
-            ["eml", "msg"],
+            ["eml", "msg", "mbox"],
             worker_module("email_worker"),
             workers,
             60,

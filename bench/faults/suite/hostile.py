@@ -81,6 +81,12 @@ def seeds() -> dict[str, tuple[str, bytes]]:
         "text": ("seed.text", inputs.text(3)),
         "eml": ("seed.eml", inputs.eml(1, [("a.txt", "text/plain", inputs.text(2))])),
         "msg": ("seed.msg", msg),
+        "mbox": (
+            "seed.mbox",
+            b"From alice@example.com Mon Mar  2 09:30:00 2026\n"
+            + inputs.eml(2, []).replace(b"\r\n", b"\n")
+            + b"\n",
+        ),
         "pdf": ("seed.pdf", docling_corpus.simple_pdf()),
         "docx": ("seed.docx", docling_corpus.report_docx()),
         "pptx": ("seed.pptx", docling_corpus.deck_pptx()),

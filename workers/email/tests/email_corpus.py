@@ -214,3 +214,20 @@ def ole_not_a_message() -> bytes:
         path = Path(tmp) / "doc.msg"
         writer.write(path)
         return path.read_bytes()
+
+
+def mbox(messages: Sequence[bytes], *, crlf: bool = False) -> bytes:
+    """An mbox of `messages` (mboxrd: a body line starting with `From ` quoted `>From `),
+    each after a `From ` separator line and followed by a blank line, as mail clients
+    write it."""
+    out = bytearray()
+    for n, message in enumerate(messages):
+        text = message.replace(b"\r\n", b"\n")
+        text = b"\n".join(
+            b">" + line if line.lstrip(b">").startswith(b"From ") else line
+            for line in text.split(b"\n")
+        )
+        out += b"From sender%d@example.com Mon Mar  2 09:30:00 2026\n" % n
+        out += text.rstrip(b"\n") + b"\n\n"
+    data = bytes(out)
+    return data.replace(b"\n", b"\r\n") if crlf else data

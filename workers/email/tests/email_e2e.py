@@ -32,7 +32,7 @@ class Core(ServeCore):
         self.spawn(argv, worker_id, self.worker_env(worker_id, formats))
 
     def email_worker(self, worker_id: str = "email-1") -> None:
-        self.worker([sys.executable, "-m", "email_worker"], "eml,msg", worker_id)
+        self.worker([sys.executable, "-m", "email_worker"], "eml,msg,mbox", worker_id)
 
     def ingest(self, path: Path, **options: Any) -> dict[str, Any]:
         job: dict[str, Any] = self.submit(path, options=options)

@@ -19,7 +19,7 @@ import pytest
 from email_worker import handle
 from workers_common.conformance import run_handler, submission_hash
 
-from email_corpus import deep_nesting, eml, multipart, part
+from email_corpus import deep_nesting, eml, mbox, multipart, part
 from email_e2e import MISSING, TELHA_BIN, Core, has_graph_reads
 
 pytestmark = [
@@ -119,6 +119,35 @@ def test_a_thread_ingested_newest_first_resolves_every_in_reply_to(
     assert senders == ["email:msg:t1@example.com", "email:msg:t3@example.com"]
     assert recipients == ["email:msg:t2@example.com"]
     assert len(alice["versions"]) == 1  # same properties in every message: no new version
+
+
+@needs_graph
+def test_an_mbox_fans_out_and_its_mailbox_contains_every_message(
+    core: Core, tmp_path: Path
+) -> None:
+    """A thread saved as one mailbox: one eml child job per message, each MESSAGE linked
+    from the MAILBOX (edges that heal as the children land) and replies resolved."""
+    core.email_worker()
+    messages = [
+        thread_message(1, parent=None, sender=ALICE, to=BOB),
+        thread_message(2, parent=1, sender=BOB, to=ALICE),
+        thread_message(3, parent=2, sender=ALICE, to=BOB),
+    ]
+    box = core.finished(core.ingest(write(tmp_path, "Inbox.mbox", mbox(messages)))["id"])
+    assert box["state"] == "succeeded", box
+    assert len(box["children"]) == 3
+    children = [core.finished(child) for child in box["children"]]
+    assert [c["state"] for c in children] == ["succeeded"] * 3
+    assert all(c["format"] == "eml" and c["name"].startswith("message:") for c in children)
+    node = core.node(f"email:mailbox:{box['name']}")
+    assert node is not None
+    assert node["labels"] == ["MAILBOX"]
+    contains = sorted((e["toId"], e["dangling"]) for e in node["edgesOut"])
+    assert contains == [(f"email:msg:t{n}@example.com", False) for n in (1, 2, 3)]
+    third = core.node("email:msg:t3@example.com")
+    assert third is not None
+    replies = [(e["toId"], e["dangling"]) for e in third["edgesOut"] if e["type"] == "IN_REPLY_TO"]
+    assert replies == [("email:msg:t2@example.com", False)]
 
 
 def csv_mail(n: int, csv_bytes: bytes) -> bytes:

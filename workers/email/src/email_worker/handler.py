@@ -1,4 +1,5 @@
-"""The email worker's entry: formats eml and msg, and how a job becomes a submission.
+"""The email worker's entry: formats eml, msg and mbox, and how a job becomes a submission
+(an mbox is fanned out into eml child jobs: mailbox.py).
 
 Job options (all optional):
 
@@ -7,6 +8,7 @@ Job options (all optional):
 - `max_attachment_bytes`  attachments larger than this become too_large child jobs
                           (default 25 MiB; inherited by enclosed messages' jobs)
 - `email_depth`           set by the worker on enclosed messages' child jobs
+- `max_messages`          refuse an mbox with more messages as too_large (default 200,000)
 """
 
 from __future__ import annotations
@@ -18,12 +20,13 @@ from workers_common import Handler, Job, TooLarge
 
 from .attachments import DEFAULT_MAX_ATTACHMENT_BYTES, routed_formats
 from .eml import parse_eml
+from .mailbox import handle_mbox
 from .outlook import parse_msg
 from .projection import ProjectionSettings, project
 
 __all__ = ["DEFAULT_MAX_BYTES", "FORMATS", "HANDLERS", "handle"]
 
-FORMATS = ("eml", "msg")
+FORMATS = ("eml", "msg", "mbox")
 DEFAULT_MAX_BYTES = 100 * 1024 * 1024
 _INHERITED = ("clarify", "max_attachment_bytes")
 
@@ -56,4 +59,4 @@ def handle(job: Job) -> bytes:
     return project(parsed, settings, job.options)
 
 
-HANDLERS: Mapping[str, Handler] = dict.fromkeys(FORMATS, handle)
+HANDLERS: Mapping[str, Handler] = {"eml": handle, "msg": handle, "mbox": handle_mbox}
