@@ -17,13 +17,13 @@ from __future__ import annotations
 import json
 import posixpath
 from collections import Counter
-from collections.abc import Generator, Iterable, Iterator, Sequence
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import blake3
 
-from workers_common import IngestionResultBuilder, Job, NodeRef, TooLarge
+from workers_common import IngestionResultBuilder, Job, NodeRef, TooLarge, batches
 
 from .archive import ArchiveLimits, Listing, Member, read_archive
 from .ids import child_name, file_id, package_id, repository_id
@@ -140,21 +140,6 @@ def _packages(builder: IngestionResultBuilder, repo: Repository, repo_ref: NodeR
                 )
 
 
-def _batches(children: Iterable[tuple[Member, _Child]]) -> Iterator[list[tuple[Member, _Child]]]:
-    """Child jobs in partials a submission can carry (count and bytes under the core's caps)."""
-    batch: list[tuple[Member, _Child]] = []
-    size = 0
-    for pair in children:
-        weight = pair[1].weight
-        if batch and (len(batch) >= CHILDREN_PER_PARTIAL or size + weight > BYTES_PER_PARTIAL):
-            yield batch
-            batch, size = [], 0
-        batch.append(pair)
-        size += weight
-    if batch:
-        yield batch
-
-
 def _repository_node(
     builder: IngestionResultBuilder, root: str, listing: Listing, repo: Repository
 ) -> NodeRef:
@@ -199,7 +184,12 @@ def handle_archive(job: Job) -> Generator[dict[str, Any], Sequence[str], None]:
     # Each batch's children are made as it fills (a file's table is most of the archive's
     # work): the core takes in one partial while the next is being made.
     children = ((m, _child(root, m, layout, repo, limits, parse_ms)) for m in repo.sources)
-    for batch in _batches(children):
+    for batch in batches(
+        children,
+        lambda pair: pair[1].weight,
+        max_items=CHILDREN_PER_PARTIAL,
+        max_weight=BYTES_PER_PARTIAL,
+    ):
         # No node in these partials: the edges point from the REPOSITORY node of the first
         # partial by id, and the core applies a nodeless partial at the final commit.
         builder = IngestionResultBuilder(options=job.options)

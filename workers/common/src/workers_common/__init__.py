@@ -23,6 +23,7 @@ Modules, one role each:
 # Imported first, before any module starts a thread: it caps glibc's malloc arenas, each
 # of which reserves 64 MiB of a worker's limited address space (arenas.py).
 from . import arenas  # noqa: F401
+from .batches import batches
 from .config import ConfigError, WorkerConfig
 from .consumer import WorkerConsumer
 from .driver import Handler, HandlerResult, Outcome
@@ -81,6 +82,7 @@ __all__ = [
     "WorkerConfig",
     "WorkerConsumer",
     "WorkerFailure",
+    "batches",
     "describe_failure",
     "is_child_name",
     "is_node_id",

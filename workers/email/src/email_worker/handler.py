@@ -14,33 +14,25 @@ Job options (all optional):
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from workers_common import Handler, Job, TooLarge
 
 from .attachments import DEFAULT_MAX_ATTACHMENT_BYTES, routed_formats
 from .eml import parse_eml
 from .mailbox import handle_mbox
+from .options import DEFAULT_MAX_BYTES, int_option
 from .outlook import parse_msg
 from .projection import ProjectionSettings, project
 
 __all__ = ["DEFAULT_MAX_BYTES", "FORMATS", "HANDLERS", "handle"]
 
 FORMATS = ("eml", "msg", "mbox")
-DEFAULT_MAX_BYTES = 100 * 1024 * 1024
 _INHERITED = ("clarify", "max_attachment_bytes")
-
-
-def _int_option(options: Mapping[str, Any], key: str, default: int) -> int:
-    value = options.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        return default
-    return value
 
 
 def handle(job: Job) -> bytes:
     """Projects one .eml or .msg job (typed failures: invalid_input, unsupported, too_large)."""
-    limit = _int_option(job.options, "max_bytes", DEFAULT_MAX_BYTES)
+    limit = int_option(job.options, "max_bytes", DEFAULT_MAX_BYTES)
     if job.content is not None and job.content.size > limit:
         raise TooLarge(f"message of {job.content.size} bytes is over max_bytes={limit}")
     if job.format == "msg":
@@ -50,10 +42,10 @@ def handle(job: Job) -> bytes:
         parsed = parse_eml(job.read_bytes())
     settings = ProjectionSettings(
         routed_formats=routed_formats(),
-        max_attachment_bytes=_int_option(
+        max_attachment_bytes=int_option(
             job.options, "max_attachment_bytes", DEFAULT_MAX_ATTACHMENT_BYTES
         ),
-        depth=_int_option(job.options, "email_depth", 0),
+        depth=int_option(job.options, "email_depth", 0),
         child_options={key: job.options[key] for key in _INHERITED if key in job.options},
     )
     return project(parsed, settings, job.options)

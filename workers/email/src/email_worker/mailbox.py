@@ -19,7 +19,7 @@ is too_large with no child job. A message over `max_bytes` is skipped and counte
 from __future__ import annotations
 
 import re
-from collections.abc import Generator, Iterator, Mapping, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from email import policy
 from email.parser import BytesHeaderParser
 from pathlib import Path
@@ -27,10 +27,11 @@ from typing import Any, BinaryIO
 
 import blake3
 
-from workers_common import IngestionResultBuilder, InvalidInput, Job, TooLarge
+from workers_common import IngestionResultBuilder, InvalidInput, Job, TooLarge, batches
 
 from .headers import first_header
 from .identity import message_node_id, normalize_message_id
+from .options import DEFAULT_MAX_BYTES, int_option
 
 __all__ = ["DEFAULT_MAX_MESSAGES", "MAILBOX_PREFIX", "handle_mbox", "mailbox_id", "split_mbox"]
 
@@ -121,21 +122,14 @@ def _message_node(data: bytes) -> str | None:
     return message_node_id(normalized) if normalized else None
 
 
-def _int_option(options: Mapping[str, Any], key: str, default: int) -> int:
-    value = options.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        return default
-    return value
-
-
 def handle_mbox(job: Job) -> Generator[dict[str, Any], Sequence[str], None]:
     """The MAILBOX node, then its messages as `eml` child jobs in partials (typed
     failures: invalid_input when the file is not an mbox, too_large over max_messages).
     The file is read twice: once to count, name and identify every message (nothing is
     enqueued before the whole file is known), once to send their bytes batch by batch (a
     mailbox is never all in memory)."""
-    limit = _int_option(job.options, "max_messages", DEFAULT_MAX_MESSAGES)
-    max_bytes = _int_option(job.options, "max_bytes", 100 * 1024 * 1024)
+    limit = int_option(job.options, "max_messages", DEFAULT_MAX_MESSAGES)
+    max_bytes = int_option(job.options, "max_bytes", DEFAULT_MAX_BYTES)
     inherited = {key: job.options[key] for key in _INHERITED if key in job.options}
     box = mailbox_id(job.name)
     with job.content_path() as path, Path(path).open("rb") as stream:
@@ -170,7 +164,12 @@ def handle_mbox(job: Job) -> Generator[dict[str, Any], Sequence[str], None]:
         head.add_node(["MAILBOX"], props, id=box)
         head.set_stats({"messages": len(ranges), "enqueued": len(children), **counts})
         yield head.build()
-        for part in _batches(children):
+        for part in batches(
+            children,
+            lambda child: child[2] - child[1],
+            max_items=CHILDREN_PER_PARTIAL,
+            max_weight=BYTES_PER_PARTIAL,
+        ):
             builder = IngestionResultBuilder(options=job.options)
             for name, start, end, node in part:
                 if node is not None:
@@ -180,20 +179,3 @@ def handle_mbox(job: Job) -> Generator[dict[str, Any], Sequence[str], None]:
                 )
             yield builder.build()
     yield IngestionResultBuilder(options=job.options).build(partial=False)
-
-
-def _batches(
-    children: list[tuple[str, int, int, str | None]],
-) -> Iterator[list[tuple[str, int, int, str | None]]]:
-    """Children in partials a submission can carry (count and bytes under the caps)."""
-    batch: list[tuple[str, int, int, str | None]] = []
-    size = 0
-    for child in children:
-        length = child[2] - child[1]
-        if batch and (len(batch) >= CHILDREN_PER_PARTIAL or size + length > BYTES_PER_PARTIAL):
-            yield batch
-            batch, size = [], 0
-        batch.append(child)
-        size += length
-    if batch:
-        yield batch
