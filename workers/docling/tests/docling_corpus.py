@@ -428,6 +428,28 @@ REPORT_HTML = """<!DOCTYPE html>
 </html>
 """
 
+# Another tool's JSON (an API response): not a DoclingDocument, laid out as a document.
+# Numbers keep their digits (1.50, a 25-digit id); a scalar written after a nested member
+# still belongs to the top level; records become a table, mixed arrays headed elements.
+SERVICE_JSON = """{
+  "service": "billing",
+  "owner": {"team": "payments", "oncall": ["ana@example.com", "bo@example.com"]},
+  "version": "2024.11.3",
+  "price": 1.50,
+  "account": 1234567890123456789012345,
+  "enabled": true,
+  "retired": null,
+  "regions": [
+    {"name": "eu-west", "replicas": 3, "primary": true},
+    {"name": "us-east", "replicas": 2},
+    {"name": "ap-south", "replicas": 1, "primary": false}
+  ],
+  "steps": ["build", {"deploy": {"canary": 0.05}}, "verify"],
+  "notes": "Effective from 1 March 2025."
+}
+"""
+
+
 REPORT_MD = """# Release notes
 
 Version 2 is effective as of 3 February 2026.

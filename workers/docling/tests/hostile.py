@@ -249,6 +249,11 @@ def json_other_tool() -> bytes:
     return json.dumps({"name": "report", "pages": [{"text": "hello"}]}).encode()
 
 
+def json_wide_records() -> bytes:
+    """30,000 records of 5 fields: 150,000 table cells, over the JSON budget."""
+    return json.dumps([{f"c{i}": r for i in range(5)} for r in range(30_000)]).encode()
+
+
 def json_wrong_schema_types() -> bytes:
     doc = json.loads(corpus.docling_json(corpus.docling_minimal()))
     doc["texts"][0]["label"] = "no-such-label"
@@ -327,7 +332,14 @@ HOSTILE: dict[str, tuple[str, Callable[[], bytes], str]] = {
     "html-binary-garbage": ("html", lambda: bytes(range(256)) * 64, "ok"),
     "md-million-list-items": ("md", lambda: md_list(1_000_000), "too_large"),
     "md-invalid-utf8": ("md", lambda: b"# Title\n\n\xff\xfe bytes \xc3\x28\n", "ok"),
-    "json-other-tool": ("docling", json_other_tool, "invalid_input"),
+    "json-other-tool": ("docling", json_other_tool, "ok"),
+    "json-generic-deep": (
+        "docling",
+        lambda: b'{"a": ' * 100_000 + b"1" + b"}" * 100_000,
+        "invalid_input",
+    ),
+    "json-huge-number": ("docling", lambda: b'{"n": ' + b"9" * 1_000_000 + b"}", "ok"),
+    "json-wide-records": ("docling", json_wide_records, "too_large"),
     "json-wrong-schema-types": ("docling", json_wrong_schema_types, "invalid_input"),
     "json-nested-million": ("docling", lambda: json_deep(1_000_000), "invalid_input"),
     "json-array-million": ("docling", lambda: b"[" * 1_000_000 + b"]" * 1_000_000, "invalid_input"),

@@ -52,8 +52,11 @@ def test_at_least_twenty_hostile_inputs() -> None:
     [
         ("pdf", corpus.encrypted_pdf(), "encrypted"),
         ("pdf", corpus.scanned_pdf(), "OCR needs the models extra"),
-        ("docling", b'{"name": "x", "rows": []}', "no schema_name"),
-        ("docling", b"[1, 2]", "not a JSON object"),
+        ("docling", b'{"schema_name": "DoclingDocument", "name": 5}', "does not validate"),
+        ("docling", b'{"name": "x", "rows": [1, 2,]}', "not valid JSON"),
+        ("docling", b"\xff\xfe\x00{\x00\xd8", "not valid JSON"),
+        ("docling", b"  \n", "the file is empty"),
+        ("docling", b"[" + b"1, " * 90_001 + b"1]", "over|more than max_elements"),
         ("odt", corpus.deck_odp(), "Expected an OpenDocument 'text'"),
         (
             "odt",

@@ -44,6 +44,7 @@ CORPUS: dict[str, tuple[str, Callable[[], bytes]]] = {
         for name, make in corpus.DOCLING_FIXTURES.items()
     },
     "docling-from-pdf": ("docling", _from_pdf),
+    "service-json": ("docling", lambda: corpus.SERVICE_JSON.encode()),
     # An effective-date clause that names no date, and nothing else dates the document.
     "missing-date-md": ("md", lambda: b"# Lease\n\nThis lease is effective upon signing.\n"),
 }
@@ -164,7 +165,9 @@ def test_sections_nest_by_contains_with_index(tmp_path: Path) -> None:
         assert indices == list(range(len(indices)))
 
 
-@pytest.mark.parametrize("name", ["report-pdf", "report-docx", "report-html", "docling-tables"])
+@pytest.mark.parametrize(
+    "name", ["report-pdf", "report-docx", "report-html", "docling-tables", "service-json"]
+)
 def test_deterministic_across_processes(name: str, tmp_path: Path) -> None:
     fmt, _ = CORPUS[name]
     check_determinism(

@@ -2,8 +2,9 @@
 docling, and how a job becomes a submission.
 
 Every input becomes a DoclingDocument first (pdf_document for PDFs, convert for DOCX, PPTX,
-ODT, ODP, EPUB, HTML, Markdown and LaTeX, doclingjson for DoclingDocument JSON),
-then `projection` turns that one shape into the graph and `temporal` adds the date rules.
+ODT, ODP, EPUB, HTML, Markdown and LaTeX, doclingjson for JSON: a DoclingDocument
+validated, any other JSON through jsondoc), then `projection` turns that one shape into
+the graph and `temporal` adds the date rules.
 
 Job options (all optional):
 
@@ -11,7 +12,8 @@ Job options (all optional):
 - `max_pages`  refuse a PDF with more pages as too_large (default 2,000)
 - `max_bytes`  refuse a file larger than this as too_large (default 200 MiB for PDF,
                64 MiB for the others: a 50 MB HTML file peaks at 1.35 GB of address space)
-- `max_elements`  refuse HTML/Markdown with more elements as too_large (default 200,000)
+- `max_elements`  refuse HTML/Markdown with more elements as too_large (default 200,000),
+                  JSON with more headings, items and cells (default 90,000)
 - `max_depth`  refuse HTML nested deeper as unsupported (default 250)
 """
 
@@ -61,7 +63,7 @@ def _int_option(options: Mapping[str, Any], key: str, default: int) -> int:
     return value
 
 
-def convert(data: bytes, fmt: str, options: Mapping[str, Any]) -> Converted:
+def convert(data: bytes, fmt: str, options: Mapping[str, Any], name: str = "") -> Converted:
     """Any supported input as a DoclingDocument and its metadata.
 
     Each format's readers are imported at its first job, not at start-up: a PDF job never
@@ -78,8 +80,10 @@ def convert(data: bytes, fmt: str, options: Mapping[str, Any]) -> Converted:
             source.close()
     if fmt == "docling":
         from .doclingjson import load_docling_json
+        from .jsondoc import DEFAULT_MAX_ELEMENTS as JSON_ELEMENTS
 
-        return load_docling_json(data)
+        json_elements = _int_option(options, "max_elements", JSON_ELEMENTS)
+        return load_docling_json(data, name=name, max_elements=json_elements)
     elements = _int_option(options, "max_elements", DEFAULT_MAX_ELEMENTS)
     if fmt == "html":
         depth = _int_option(options, "max_depth", DEFAULT_MAX_DEPTH)
@@ -98,7 +102,7 @@ def handle(job: Job) -> bytes:
     limit = _int_option(job.options, "max_bytes", default)
     if job.content is not None and job.content.size > limit:
         raise TooLarge(f"document of {job.content.size} bytes is over max_bytes={limit}")
-    converted = convert(job.read_bytes(), job.format, job.options)
+    converted = convert(job.read_bytes(), job.format, job.options, job.name)
     builder = IngestionResultBuilder(options=job.options)
     state = project_document(builder, converted, name=job.name, source_format=job.format)
     temporal = project_temporal(builder, state, converted.meta)
