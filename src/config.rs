@@ -602,9 +602,19 @@ pub fn format_for_path(path: &Path) -> Option<&'static str> {
             _ => {}
         }
     }
+    // Files a project keeps without an extension: its prose to the text worker, its build
+    // scripts to the code worker (a FILE node, no symbols, for a language it has no grammar for).
+    match name.as_str() {
+        "readme" | "license" | "licence" | "copying" | "notice" | "authors" | "contributors" | "changelog" | "changes"
+        | "history" | "news" | "todo" | "install" | "thanks" => return Some("txt"),
+        n if n.starts_with("license-") || n.starts_with("licence-") => return Some("txt"),
+        "makefile" | "gnumakefile" | "dockerfile" | "containerfile" | "jenkinsfile" | "gemfile" | "rakefile"
+        | "vagrantfile" => return Some("code"),
+        _ => {}
+    }
     let ext = name.rsplit_once('.')?.1;
     Some(match ext {
-        "txt" | "text" => "txt",
+        "txt" | "text" | "rst" | "rest" | "log" | "adoc" | "asciidoc" | "org" => "txt",
         "md" | "markdown" => "md",
         "csv" => "csv",
         "tsv" | "tab" => "tsv",
@@ -626,6 +636,12 @@ pub fn format_for_path(path: &Path) -> Option<&'static str> {
         "mbox" | "mbx" => "mbox",
         "py" | "pyi" | "rs" | "js" | "mjs" | "cjs" | "jsx" | "ts" | "mts" | "cts" | "tsx" | "go" | "java" | "c" | "h"
         | "cc" | "cpp" | "cxx" | "c++" | "hh" | "hpp" | "hxx" | "h++" | "rb" => "code",
+        // Configuration, scripts and other languages: FILE nodes over their text.
+        "toml" | "yaml" | "yml" | "ini" | "cfg" | "conf" | "properties" | "sh" | "bash" | "zsh" | "fish"
+        | "ps1" | "bat" | "cmd" | "css" | "scss" | "sass" | "less" | "sql" | "graphql" | "gql" | "proto" | "xml"
+        | "xsd" | "kt" | "kts" | "swift" | "php" | "cs" | "fs" | "scala" | "lua" | "pl" | "pm" | "r" | "jl"
+        | "dart" | "ex" | "exs" | "erl" | "hs" | "ml" | "clj" | "vue" | "svelte" | "cmake" | "gradle" | "tf"
+        | "nix" | "zig" | "v" | "sv" | "vhd" | "asm" | "s" => "code",
         "json" => "docling",
         _ => return None,
     })
@@ -774,7 +790,16 @@ mod tests {
         for (name, format) in cases {
             assert_eq!(format_for_path(Path::new(name)), Some(format), "{name}");
         }
-        assert_eq!(format_for_path(Path::new("README")), None);
+        let more = [
+            ("README", "txt"), ("LICENSE", "txt"), ("LICENSE-MIT", "txt"), ("docs/CHANGELOG", "txt"), ("guide.rst", "txt"), ("run.log", "txt"),
+            ("Makefile", "code"), ("Dockerfile", "code"), ("Cargo.toml", "code"), ("ci.yml", "code"),
+            ("setup.cfg", "code"), ("build.sh", "code"), ("schema.sql", "code"), ("pom.xml", "code"),
+        ];
+        for (name, format) in more {
+            assert_eq!(format_for_path(Path::new(name)), Some(format), "{name}");
+        }
         assert_eq!(format_for_path(Path::new("blob.bin")), None);
+        assert_eq!(format_for_path(Path::new("module.pyc")), None);
+        assert_eq!(format_for_path(Path::new("notes")), None);
     }
 }

@@ -1,5 +1,6 @@
 //! Client side of the CLI: finds the server and its token from the config, and
 //! runs each command over gRPC.
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -194,15 +195,19 @@ pub(super) fn plan_inputs(g: &Global, inputs: &[String], format: Option<&String>
             let root = std::fs::canonicalize(&path).map_err(|e| anyhow!("{input}: {e}"))?;
             let mut files = Vec::new();
             walk(&root, &mut files).map_err(|e| anyhow!("{input}: {e}"))?;
-            let mut skipped = 0usize;
+            let mut skipped: BTreeMap<String, usize> = BTreeMap::new();
             for file in files {
                 match format.cloned().or_else(|| format_for_path(&file).map(str::to_string)) {
                     Some(f) => plan.push((file.display().to_string(), f, Some(file))),
-                    None => skipped += 1,
+                    None => *skipped.entry(extension_of(&file)).or_default() += 1,
                 }
             }
-            if skipped > 0 {
-                eprintln!("telha: {input}: skipped {skipped} file(s) whose format the extension does not tell (pass --format to ingest them as one format)");
+            if !skipped.is_empty() {
+                let total: usize = skipped.values().sum();
+                eprintln!(
+                    "telha: {input}: skipped {total} file(s) whose format the name does not tell ({}); pass --format to ingest them as one format",
+                    skipped_summary(&skipped)
+                );
             }
             continue;
         }
@@ -221,6 +226,25 @@ pub(super) fn plan_inputs(g: &Global, inputs: &[String], format: Option<&String>
         plan.push((absolute(&path), format, Some(path)));
     }
     Ok(plan)
+}
+
+/// A skipped file's extension as the skip summary shows it (`.pyc`, or `no extension`).
+fn extension_of(path: &Path) -> String {
+    match path.file_name().and_then(|n| n.to_str()).and_then(|n| n.rsplit_once('.')) {
+        Some((stem, ext)) if !stem.is_empty() => format!(".{}", ext.to_ascii_lowercase()),
+        _ => "no extension".to_string(),
+    }
+}
+
+/// The most common skipped extensions first (ties by name), at most eight, then how many more.
+fn skipped_summary(skipped: &BTreeMap<String, usize>) -> String {
+    let mut counts: Vec<(&String, &usize)> = skipped.iter().collect();
+    counts.sort_by(|a, b| b.1.cmp(a.1).then_with(|| a.0.cmp(b.0)));
+    let mut parts: Vec<String> = counts.iter().take(8).map(|(ext, n)| format!("{ext}: {n}")).collect();
+    if counts.len() > 8 {
+        parts.push(format!("{} more kinds", counts.len() - 8));
+    }
+    parts.join(", ")
 }
 
 /// The job name of a file: its canonical path.
