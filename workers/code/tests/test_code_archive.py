@@ -37,7 +37,12 @@ def _repository(subs: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _children(subs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    return {c["options"]["path"]: c for s in subs for c in s.get("childJobs", [])}
+    return {
+        c["options"]["path"]: c
+        for s in subs
+        for c in s.get("childJobs", [])
+        if c["format"] == "code"
+    }
 
 
 def test_a_repository_fans_out_one_child_per_source_file(tmp_path: Path) -> None:
@@ -507,3 +512,101 @@ def test_names_no_node_id_can_carry_become_hashed_ids_that_still_heal(tmp_path: 
         assert file["id"].startswith("code:file:~")
         assert file["id"] in contains  # the archive's edge names the child's own node
         assert file["properties"]["path"] == path
+
+
+def _documents(subs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Child jobs that are not `code`, by the path in their name (doc:<root>/<path>@...)."""
+    return {
+        c["name"].split("/", 1)[1].rsplit("@", 1)[0]: c
+        for s in subs
+        for c in s.get("childJobs", [])
+        if c["format"] != "code"
+    }
+
+
+_PDF = b"%PDF-1.4\n1 0 obj\n<<>>\nendobj\ntrailer\n<<>>\n%%EOF\n"
+_DOCS_REPO = {
+    "pkg/mod.py": b"def f():\n    return 1\n",
+    "README": b"A project without an extension on its readme.\n",
+    "docs/guide.md": b"# Guide\n\nHow to use it.\n",
+    "docs/paper.pdf": _PDF,
+    "docs/fake.pdf": b"this is text, not a PDF\n",
+    "docs/slides.pptx": b"PK\x03\x04" + b"\x00" * 60,
+    "data/table.csv": b"a,b\n1,2\n",
+    "data/blob.bin": b"\x00\x01\x02",
+}
+
+
+def test_documents_become_child_jobs_of_their_routed_formats(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CODE_DOCUMENT_FORMATS", "txt, md,pdf,CSV")
+    subs = _run(tmp_path, "proj.zip", zip_bytes(_DOCS_REPO))
+    docs = _documents(subs)
+    assert {path: c["format"] for path, c in docs.items()} == {
+        "README": "txt",
+        "docs/guide.md": "md",
+        "docs/paper.pdf": "pdf",
+        "data/table.csv": "csv",
+    }
+    import base64
+
+    import blake3
+
+    guide = docs["docs/guide.md"]
+    digest = blake3.blake3(_DOCS_REPO["docs/guide.md"]).hexdigest()
+    assert guide["name"] == f"doc:proj/docs/guide.md@{digest}"
+    assert base64.b64decode(guide["contentB64"]) == _DOCS_REPO["docs/guide.md"]
+    assert guide.get("options", {}) == {}
+    repo = _repository(subs)
+    assert repo["files"] == 1
+    assert sorted(_children(subs)) == ["pkg/mod.py"]
+    assert repo["documents"] == {"csv": 1, "md": 1, "pdf": 1, "txt": 1}
+    # A .pdf that is text is not routed (the name and the bytes disagree); pptx is not a
+    # routed format here; a .bin is no document at all.
+    assert repo["skipped"] == {"document_bytes_mismatch": 1, "not_source": 2}
+    # No CONTAINS edge points at a document: its nodes' ids are the core's.
+    contains = {r.get("toId") for s in subs for r in s["relationships"] if r["type"] == "CONTAINS"}
+    assert contains == {"code:file:proj/pkg/mod.py"}
+
+
+@pytest.mark.parametrize("how", ["unset", "option"])
+def test_no_documents_unless_the_pool_routes_them(
+    how: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    options: dict[str, Any] = {}
+    if how == "unset":
+        monkeypatch.delenv("CODE_DOCUMENT_FORMATS", raising=False)
+    else:
+        monkeypatch.setenv("CODE_DOCUMENT_FORMATS", "txt,md,pdf,csv")
+        options["documents"] = False
+    subs = _run(tmp_path, "proj.zip", zip_bytes(_DOCS_REPO), **options)
+    assert _documents(subs) == {}
+    repo = _repository(subs)
+    assert "documents" not in repo
+    assert repo["skipped"] == {"not_source": 7}
+
+
+def test_a_document_over_its_limit_is_a_too_large_child(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CODE_DOCUMENT_FORMATS", "pdf,md")
+    files = {
+        "a.py": b"x = 1\n",
+        "big.pdf": b"%PDF-1.4\n" + b"%" * 5000,
+        "mid.md": b"# M\n" + b"m" * 3000,
+    }
+    subs = _run(tmp_path, "r.tar.gz", tar_gz(files), max_file_bytes=1000, max_document_bytes=4000)
+    docs = _documents(subs)
+    big = docs["big.pdf"]
+    assert big["format"] == "pdf"
+    assert "contentB64" not in big
+    assert big["name"] == "doc:r/big.pdf@5009-bytes"
+    assert big["options"]["oversize"] == {
+        "bytes": 5009,
+        "limit": 4000,
+        "what": "max_document_bytes",
+    }
+    # A document between max_file_bytes and max_document_bytes is read and routed whole.
+    assert "contentB64" in docs["mid.md"]
+    assert "oversize" not in docs["mid.md"].get("options", {})

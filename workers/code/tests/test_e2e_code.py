@@ -27,8 +27,9 @@ REPO_ROOT = Path(__file__).resolve().parents[3]
 CODE_WORKER = [sys.executable, "-m", "code_worker"]
 
 
-def telha_run(root: Path, inputs: list[Path], workers: int = 2) -> dict[str, Any]:
-    """`telha run --json` with a code pool whose data dir is `root/data`, Core's own."""
+def telha_run(root: Path, inputs: list[Path], workers: int = 2, extra: str = "") -> dict[str, Any]:
+    """`telha run --json` with a code pool whose data dir is `root/data`, Core's own
+    (`extra`: more config after the code pool's limits)."""
     config = root / "run.toml"
     config.write_text(
         "[server]\n"
@@ -40,7 +41,7 @@ def telha_run(root: Path, inputs: list[Path], workers: int = 2) -> dict[str, Any
         f"workers = {workers}\n"
         f'command = ["{sys.executable}", "-m", "code_worker"]\n'
         "job_timeout_secs = 300\n"
-        "[pools.code.limits]\nmemory_mb = 2048\ncpu_secs = 300\nopen_files = 256\n"
+        "[pools.code.limits]\nmemory_mb = 2048\ncpu_secs = 300\nopen_files = 256\n" + extra
     )
     done = subprocess.run(
         [str(TELHA_BIN), "--config", str(config), "run", "--json", *map(str, inputs)],
@@ -150,6 +151,45 @@ def test_a_mini_repository_heals_every_cross_file_call(
     repo = _node(reader, f"code:repo:{root}")
     assert repo is not None
     assert repo["labels"] == ["REPOSITORY"]
+
+
+def test_an_archives_documents_are_projected_by_their_own_pools(
+    tmp_path: Path, reader: Core
+) -> None:
+    """A repository's README (no extension) and notes go to the text pool, its Markdown
+    guide to docling, beside the code children; a .pdf that is not one is counted."""
+    files = {
+        **PY_REPO,
+        "README": b"Mini: a small package.\n\nIt shouts and doubles.\n",
+        "docs/guide.md": b"# Guide\n\nCall `run()` to start.\n",
+        "docs/notes.txt": b"Release notes for mini.\n",
+        "docs/broken.pdf": b"not a pdf at all\n",
+    }
+    archive = tmp_path / "mini_docs.zip"
+    archive.write_bytes(zip_bytes(files))
+    pools = (
+        '[pools.code.env]\nCODE_DOCUMENT_FORMATS = "txt,md,pdf"\n'
+        f'[pools.text]\nformats = ["txt"]\nworkers = 1\ncommand = ["{sys.executable}", '
+        '"-m", "example_worker"]\n'
+        f'[pools.docling]\nformats = ["md", "pdf"]\nworkers = 1\ncommand = ["{sys.executable}", '
+        '"-m", "docling_worker"]\n'
+    )
+    summary = telha_run(tmp_path, [archive], extra=pools)
+    jobs = summary["jobs"]
+    assert all(j["state"] == "succeeded" for j in jobs), jobs
+    by_format = sorted(j["format"] for j in jobs)
+    sources = sum(1 for name in files if name.endswith(".py"))
+    assert by_format == sorted(["code-archive", *["code"] * sources, "md", "txt", "txt"])
+    reader.start()
+    [guide] = [j for j in jobs if j["format"] == "md"]
+    nodes = _graph(reader, guide["id"])["nodes"]
+    [document] = [n for n in nodes if "DOCUMENT" in n["labels"]]
+    assert document["properties"]["name"].startswith("doc:mini_docs/docs/guide.md@")
+    assert document["properties"]["title"] == "Guide"
+    repo = _node(reader, "code:repo:mini_docs")
+    assert repo is not None
+    assert repo["properties"]["documents"] == {"md": 1, "txt": 2}
+    assert repo["properties"]["skipped"]["document_bytes_mismatch"] == 1
 
 
 def test_a_cross_file_call_heals_whichever_file_lands_first(tmp_path: Path) -> None:

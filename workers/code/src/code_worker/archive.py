@@ -24,9 +24,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from workers_common import InvalidInput, TooLarge, Unsupported
+from workers_common import InvalidInput, TooLarge, Unsupported, formats
 
-__all__ = ["ArchiveLimits", "Listing", "Member", "check_path", "read_archive"]
+from .languages import extension_language
+
+__all__ = ["ArchiveLimits", "Listing", "Member", "check_path", "is_document", "read_archive"]
 
 _DRIVE = re.compile(r"[A-Za-z]:")
 _NESTED = (
@@ -57,12 +59,26 @@ _BOMB_FLOOR = 64 * 1024 * 1024
 """Below this many inflated bytes the ratio is not checked (tiny archives of zeros)."""
 
 
+def is_document(path: str) -> bool:
+    """A member whose name says a document format (README.md, a PDF, a spreadsheet) and no
+    language this worker parses: it may become a child job of that format."""
+    return extension_language(path) is None and formats.by_name(path) is not None
+
+
 @dataclass(frozen=True, slots=True)
 class ArchiveLimits:
     max_entries: int
     max_file_bytes: int
     max_total_bytes: int
     max_ratio: int
+    max_document_bytes: int = 0
+    """The read limit of a document member (repository.is_document); 0: max_file_bytes."""
+
+    def read_limit(self, path: str) -> int:
+        """How many bytes of this member are read; a larger one is listed, not read."""
+        if self.max_document_bytes > self.max_file_bytes and is_document(path):
+            return self.max_document_bytes
+        return self.max_file_bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,18 +230,19 @@ def _read_zip(reader: _Reader) -> None:
             path = reader.accept(info.filename)
             if path is None:
                 continue
-            if info.file_size > reader.limits.max_file_bytes:
+            limit = reader.limits.read_limit(path)
+            if info.file_size > limit:
                 reader.add(path, info.file_size, None)
             else:
-                _read_zip_member(archive, info, path, reader)
+                _read_zip_member(archive, info, path, reader, limit)
 
 
 def _read_zip_member(
-    archive: zipfile.ZipFile, info: zipfile.ZipInfo, path: str, reader: _Reader
+    archive: zipfile.ZipFile, info: zipfile.ZipInfo, path: str, reader: _Reader, limit: int
 ) -> None:
     try:
         with archive.open(info) as handle:
-            data = handle.read(reader.limits.max_file_bytes + 1)
+            data = handle.read(limit + 1)
     except NotImplementedError:  # a compression method zipfile lacks (deflate64, ...)
         reader.listing.skipped["unsupported_compression"] += 1
         return
@@ -278,11 +295,12 @@ def _read_tar(reader: _Reader) -> None:
                 path = reader.accept(member.name)
                 if path is None:
                     continue
-                if member.size > reader.limits.max_file_bytes:
+                limit = reader.limits.read_limit(path)
+                if member.size > limit:
                     reader.add(path, member.size, None)
                     continue
                 handle = archive.extractfile(member)
-                data = b"" if handle is None else handle.read(reader.limits.max_file_bytes + 1)
+                data = b"" if handle is None else handle.read(limit + 1)
                 reader.add(path, member.size, data)
             end = archive.offset
         except (TooLarge, InvalidInput):

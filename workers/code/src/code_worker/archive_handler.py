@@ -10,26 +10,36 @@ Job options (all optional):
 - `max_archive_bytes`, `max_entries`, `max_file_bytes`, `max_total_bytes`, `max_ratio`
                       the caps (limits.py); `max_file_bytes` is passed on to the children
 - `max_parse_ms`      passed on to the children when given (handler.py)
+- `documents`         false: no document child jobs, whatever CODE_DOCUMENT_FORMATS says
+- `max_document_bytes`  a larger document is a content-less child failing too_large
+                      (default 25 MiB)
+
+Pool environment: `CODE_DOCUMENT_FORMATS`, the formats (comma-separated) a pool of this
+deployment serves that an archive's documents (README.md, docs/*.pdf, data/*.csv) may
+become child jobs of; unset, none: a child of a format no pool serves would wait forever.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
+import os
 import posixpath
 from collections import Counter
-from collections.abc import Generator, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import blake3
 
-from workers_common import IngestionResultBuilder, Job, NodeRef, TooLarge, batches
+from workers_common import IngestionResultBuilder, Job, NodeRef, TooLarge, batches, formats
 
 from .archive import ArchiveLimits, Listing, Member, read_archive
 from .ids import child_name, file_id, package_id, repository_id
 from .layout import Layout
 from .limits import (
     DEFAULT_MAX_ARCHIVE_BYTES,
+    DEFAULT_MAX_DOCUMENT_BYTES,
     DEFAULT_MAX_ENTRIES,
     DEFAULT_MAX_FILE_BYTES,
     DEFAULT_MAX_RATIO,
@@ -38,7 +48,10 @@ from .limits import (
 )
 from .repository import Repository, plan_repository
 
-__all__ = ["archive_root", "handle_archive"]
+__all__ = ["DOCUMENTS_ENV", "archive_root", "document_formats", "handle_archive"]
+
+DOCUMENTS_ENV = "CODE_DOCUMENT_FORMATS"
+"""Formats an archive's documents may be routed to (the pool's `env`); unset: none."""
 
 CHILDREN_PER_PARTIAL = 2000
 """Child jobs per partial (the core takes at most 10,000 per submission by default)."""
@@ -58,13 +71,25 @@ def archive_root(job: Job) -> str:
     return base or "repository"
 
 
-def _limits(job: Job) -> ArchiveLimits:
+def document_formats(job: Job, environ: Mapping[str, str] = os.environ) -> frozenset[str]:
+    """The formats this archive's documents become child jobs of (none by default)."""
+    if job.options.get("documents") is False or environ.get(DOCUMENTS_ENV) is None:
+        return frozenset()
+    return formats.routed_formats(DOCUMENTS_ENV, environ)
+
+
+def _limits(job: Job, documents: bool) -> ArchiveLimits:
     options = job.options
     return ArchiveLimits(
         max_entries=int_option(options, "max_entries", DEFAULT_MAX_ENTRIES),
         max_file_bytes=int_option(options, "max_file_bytes", DEFAULT_MAX_FILE_BYTES),
         max_total_bytes=int_option(options, "max_total_bytes", DEFAULT_MAX_TOTAL_BYTES),
         max_ratio=int_option(options, "max_ratio", DEFAULT_MAX_RATIO),
+        max_document_bytes=(
+            int_option(options, "max_document_bytes", DEFAULT_MAX_DOCUMENT_BYTES)
+            if documents
+            else 0
+        ),
     )
 
 
@@ -116,6 +141,18 @@ def _child(
     return _Child(child_name(root, member.path, digest), options, member.data)
 
 
+def _document_child(root: str, member: Member, limits: ArchiveLimits) -> _Child:
+    """A document's child job: no options but `oversize` (each format's worker has its own
+    defaults), named by its path and bytes like a source file's."""
+    if member.data is None:
+        limit = limits.read_limit(member.path)
+        oversize = {"bytes": member.size, "limit": limit, "what": "max_document_bytes"}
+        name = child_name(root, member.path, f"{member.size}-bytes", kind="doc")
+        return _Child(name, {"oversize": oversize}, None)
+    digest = blake3.blake3(member.data).hexdigest()
+    return _Child(child_name(root, member.path, digest, kind="doc"), {}, member.data)
+
+
 def _packages(builder: IngestionResultBuilder, repo: Repository, repo_ref: NodeRef) -> None:
     seen: set[str] = set()
     for package in sorted(repo.packages, key=lambda p: p.manifest):
@@ -154,6 +191,8 @@ def _repository_node(
         "too_large_files": sum(1 for m in repo.sources if m.data is None),
         "inflated_bytes": listing.inflated,
     }
+    if repo.documents:
+        props["documents"] = dict(sorted(Counter(f for _, f in repo.documents).items()))
     if repo.bad_manifests:
         props["bad_manifests"] = sorted(repo.bad_manifests)[:100]
     return builder.add_node(["REPOSITORY"], props, id=repository_id(root))
@@ -165,10 +204,11 @@ def handle_archive(job: Job) -> Generator[dict[str, Any], Sequence[str], None]:
     limit = int_option(job.options, "max_archive_bytes", DEFAULT_MAX_ARCHIVE_BYTES)
     if job.content is not None and job.content.size > limit:
         raise TooLarge(f"archive of {job.content.size} bytes is over max_archive_bytes={limit}")
-    limits = _limits(job)
+    routed = document_formats(job)
+    limits = _limits(job, bool(routed))
     with job.content_path() as path:
         listing = read_archive(path, limits)
-    repo = plan_repository(listing, job.options)
+    repo = plan_repository(listing, job.options, routed)
     root = archive_root(job)
     files = {m.path: m.data for m in repo.sources if m.data is not None}
     layout = Layout(files, {p: repo.languages[p] for p in files})
@@ -176,25 +216,40 @@ def handle_archive(job: Job) -> Generator[dict[str, Any], Sequence[str], None]:
     repo_ref = _repository_node(builder, root, listing, repo)
     repo_id = repository_id(root)
     _packages(builder, repo, repo_ref)
-    builder.set_stats({"files": len(repo.sources), "skipped": sum(repo.skipped.values())})
+    builder.set_stats(
+        {
+            "files": len(repo.sources),
+            "documents": len(repo.documents),
+            "skipped": sum(repo.skipped.values()),
+        }
+    )
     yield builder.build()
     parse_ms = job.options.get("max_parse_ms")
     if isinstance(parse_ms, bool) or not isinstance(parse_ms, int) or parse_ms < 0:
         parse_ms = None
     # Each batch's children are made as it fills (a file's table is most of the archive's
     # work): the core takes in one partial while the next is being made.
-    children = ((m, _child(root, m, layout, repo, limits, parse_ms)) for m in repo.sources)
+    # Documents follow the source files: their nodes' ids are the core's, so no CONTAINS
+    # edge points at them; the child job links them to the archive.
+    children = itertools.chain(
+        (
+            (file_id(root, m.path), "code", _child(root, m, layout, repo, limits, parse_ms))
+            for m in repo.sources
+        ),
+        ((None, fmt, _document_child(root, m, limits)) for m, fmt in repo.documents),
+    )
     for batch in batches(
         children,
-        lambda pair: pair[1].weight,
+        lambda item: item[2].weight,
         max_items=CHILDREN_PER_PARTIAL,
         max_weight=BYTES_PER_PARTIAL,
     ):
         # No node in these partials: the edges point from the REPOSITORY node of the first
         # partial by id, and the core applies a nodeless partial at the final commit.
         builder = IngestionResultBuilder(options=job.options)
-        for member, child in batch:
-            builder.add_relationship("CONTAINS", from_id=repo_id, to_id=file_id(root, member.path))
-            builder.add_child_job("code", child.name, options=child.options, content=child.content)
+        for target, fmt, child in batch:
+            if target is not None:
+                builder.add_relationship("CONTAINS", from_id=repo_id, to_id=target)
+            builder.add_child_job(fmt, child.name, options=child.options, content=child.content)
         yield builder.build()
     yield IngestionResultBuilder(options=job.options).build(partial=False)

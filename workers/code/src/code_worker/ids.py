@@ -51,8 +51,9 @@ def repository_id(root: str) -> str:
     return code_id("repo", root)
 
 
-def child_name(root: str, path: str, version: str) -> str:
-    """`code:<root>/<path>@<version>` (version: the blake3 of the bytes), or, when no
-    child job may be named so, `code:~<blake3 of root/path>@<version>`."""
-    natural = f"code:{root}/{path}@{version}"
-    return natural if is_child_name(natural) else f"code:~{_digest(f'{root}/{path}')}@{version}"
+def child_name(root: str, path: str, version: str, kind: str = "code") -> str:
+    """`<kind>:<root>/<path>@<version>` (version: the blake3 of the bytes; kind `code` for a
+    source file, `doc` for a document), or, when no child job may be named so,
+    `<kind>:~<blake3 of root/path>@<version>`."""
+    natural = f"{kind}:{root}/{path}@{version}"
+    return natural if is_child_name(natural) else f"{kind}:~{_digest(f'{root}/{path}')}@{version}"

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 
 __all__ = [
     "DEFAULT_MAX_ARCHIVE_BYTES",
+    "DEFAULT_MAX_DOCUMENT_BYTES",
     "DEFAULT_MAX_ENTRIES",
     "DEFAULT_MAX_FILE_BYTES",
     "DEFAULT_MAX_PARSE_MS",
@@ -16,6 +17,9 @@ __all__ = [
 
 DEFAULT_MAX_FILE_BYTES = 4 * 1024 * 1024
 """A source file larger than this is too_large (generated tables, amalgamations)."""
+DEFAULT_MAX_DOCUMENT_BYTES = 25 * 1024 * 1024
+"""A document of an archive (a PDF, a spreadsheet, ...) larger than this becomes a content-less
+child that fails too_large (the email worker's attachment limit: base64 in a 64 MiB submission)."""
 DEFAULT_MAX_PARSE_MS = 10_000
 """CPU time one file's parse may take (real code parses at several MB/s, so a 4 MiB file
 in about a second here); past it the file is too_large."""

@@ -4,7 +4,9 @@ The archive's paths lose a top folder every member shares (`git archive --prefix
 GitHub tarballs); then default excludes (vendored and generated trees, minified files),
 the archive's own `.gitignore` files and the `exclude` option drop paths, and the
 `include` option, when given, keeps only what it matches. All patterns are gitignore
-patterns (pathspec). A file whose extension names a language becomes a child job;
+patterns (pathspec). A file whose extension names a language becomes a `code` child job;
+a document (README.md, a PDF, a spreadsheet: `workers_common.formats`, its name checked
+against its bytes) becomes a child job of its own format when that format is routed;
 manifests become PACKAGE nodes; everything else is counted.
 """
 
@@ -16,7 +18,9 @@ from dataclasses import dataclass, field
 
 import pathspec
 
-from .archive import Listing, Member
+from workers_common import formats
+
+from .archive import Listing, Member, is_document
 from .languages import extension_language
 from .manifests import MANIFEST_NAMES, Package, parse_manifest
 
@@ -47,6 +51,9 @@ _MINIFIED_LINE = 1000
 @dataclass(slots=True)
 class Repository:
     sources: list[Member] = field(default_factory=list)
+    documents: list[tuple[Member, str]] = field(default_factory=list)
+    """(member, its format): child jobs of another pool; the member's data is None when
+    it is over max_document_bytes."""
     languages: dict[str, str] = field(default_factory=dict)
     packages: list[Package] = field(default_factory=list)
     skipped: Counter[str] = field(default_factory=Counter)
@@ -117,8 +124,31 @@ def _manifest(repo: Repository, member: Member) -> None:
         repo.crate_names[folder] = package.name
 
 
-def plan_repository(listing: Listing, options: Mapping[str, object]) -> Repository:
-    """Sorts the archive's members into sources, manifests and skipped (with reasons)."""
+def _document(repo: Repository, member: Member, routed: frozenset[str]) -> bool:
+    """Files `member` among the documents when its format is routed; False: it is not one."""
+    if not routed or not is_document(member.path):
+        return False
+    named = formats.by_name(member.path)
+    if member.data is None:
+        if named not in routed:
+            return False
+        repo.documents.append((member, named))
+        return True
+    route = formats.detect_format(member.path, "", member.data)
+    if route.format is None:
+        repo.skipped["document_bytes_mismatch"] += 1
+        return True
+    if route.format not in routed:
+        return False
+    repo.documents.append((member, route.format))
+    return True
+
+
+def plan_repository(
+    listing: Listing, options: Mapping[str, object], routed: frozenset[str] = frozenset()
+) -> Repository:
+    """Sorts the archive's members into sources, documents (of the `routed` formats),
+    manifests and skipped (with reasons)."""
     repo = Repository(skipped=Counter(listing.skipped))
     members = sorted(_strip_top(listing.members), key=lambda m: m.path)
     defaults = [] if options.get("default_excludes") is False else list(DEFAULT_EXCLUDES)
@@ -140,7 +170,8 @@ def plan_repository(listing: Listing, options: Mapping[str, object]) -> Reposito
             continue
         language = extension_language(member.path)
         if language is None:
-            repo.skipped["not_source"] += 1
+            if not _document(repo, member, routed):
+                repo.skipped["not_source"] += 1
             continue
         if _minified(member):
             repo.skipped["minified"] += 1

@@ -16,6 +16,7 @@ Modules, one role each:
 - rpc         CoreClient: the typed WorkerService client (auth, deadlines, retries)
 - consumer    WorkerConsumer.run(): poll, dispatch, heartbeat, stop on SIGTERM
 - conformance run a handler without a core; golden, determinism and span checks
+- formats     which format a file is (name, media type, bytes), for workers that route child jobs
 - arenas      caps glibc's malloc arenas under RLIMIT_AS (applied here, at import)
 - _proto      generated gRPC stubs of proto/telha/v1/telha.proto
 """

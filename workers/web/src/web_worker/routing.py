@@ -11,25 +11,16 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
+from workers_common import formats
+
 __all__ = ["CONTENT_FORMATS_ENV", "ROUTES", "classify", "routed_formats"]
 
 CONTENT_FORMATS_ENV = "WEB_CONTENT_FORMATS"
 HTML = "html"
 _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
-ROUTES: Mapping[str, str] = {
-    "application/pdf": "pdf",
-    "text/csv": "csv",
-    "text/tab-separated-values": "tsv",
-    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": "xlsx",
-    "application/vnd.apache.parquet": "parquet",
-    "application/x-parquet": "parquet",
-    "application/vnd.openxmlformats-officedocument.wordprocessingml.document": "docx",
-    "text/markdown": "md",
-    "text/plain": "txt",
-    "message/rfc822": "eml",
-    "application/vnd.ms-outlook": "msg",
-}
-"""Media type -> the format whose pool projects it."""
+ROUTES: Mapping[str, str] = formats.MEDIA_TYPES
+"""Media type -> the format whose pool projects it (workers_common.formats, shared with
+the email and code workers)."""
 _GENERIC = frozenset({"", "application/octet-stream", "binary/octet-stream"})
 
 
@@ -58,8 +49,4 @@ def classify(content_type: str, body: bytes) -> str | None:
 
 def routed_formats(environ: Mapping[str, str] = os.environ) -> frozenset[str]:
     """The formats non-HTML responses may become child jobs of (all known ones by default)."""
-    known = frozenset(ROUTES.values())
-    configured = environ.get(CONTENT_FORMATS_ENV)
-    if configured is None:
-        return known
-    return frozenset(f.strip().lower() for f in configured.split(",") if f.strip()) & known
+    return formats.routed_formats(CONTENT_FORMATS_ENV, environ, frozenset(ROUTES.values()))

@@ -1,0 +1,73 @@
+"""workers_common.formats: the one table of file formats the email, web and code workers
+route child jobs by."""
+
+from __future__ import annotations
+
+import pytest
+
+from workers_common.formats import (
+    MEDIA_TYPES,
+    ROUTABLE_FORMATS,
+    by_name,
+    detect_format,
+    routed_formats,
+)
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("docs/Guide.MD", "md"),
+        ("paper.pdf", "pdf"),
+        ("a/b/slides.pptx", "pptx"),
+        ("thesis.tex", "latex"),
+        ("index.rst", "txt"),
+        ("README", "txt"),
+        ("pkg/LICENSE-MIT", "txt"),
+        ("CHANGELOG", "txt"),
+        ("Makefile", None),
+        (".md", None),  # a hidden file named like an extension
+        ("archive.tar.gz", None),
+        ("C:\\Users\\me\\report.docx", "docx"),
+    ],
+)
+def test_by_name(name: str, expected: str | None) -> None:
+    assert by_name(name) == expected
+
+
+@pytest.mark.parametrize(
+    ("filename", "content_type", "data", "expected"),
+    [
+        ("deck.pptx", "", b"PK\x03\x04rest", "pptx"),
+        ("deck.pptx", "", b"plain text", None),
+        ("book.epub", "", b"PK\x03\x04rest", "epub"),
+        ("paper.tex", "", b"\\documentclass{article}", "latex"),
+        ("paper.tex", "", b"\x00\x01binary", None),
+        ("download", "application/vnd.oasis.opendocument.text", b"PK\x03\x04", "odt"),
+        ("scan.bin", "", b"%PDF-1.7 rest", "pdf"),  # the signature wins over the name
+        ("README", "", b"Hello\n", "txt"),
+        ("README", "", b"\x00\x00", None),
+    ],
+)
+def test_detect_format(filename: str, content_type: str, data: bytes, expected: str | None) -> None:
+    route = detect_format(filename, content_type, data)
+    assert route.format == expected
+    assert route.reason
+
+
+def test_routed_formats_come_from_one_variable() -> None:
+    assert routed_formats("X", {}) == ROUTABLE_FORMATS
+    assert routed_formats("X", {"X": " PDF, md,bogus,"}) == {"pdf", "md"}
+    assert routed_formats("X", {"X": ""}) == frozenset()
+    assert routed_formats("X", {"X": "pdf,csv"}, frozenset({"csv"})) == {"csv"}
+
+
+def test_every_routable_format_is_one_the_core_knows() -> None:
+    import re
+    from pathlib import Path
+
+    config = (Path(__file__).resolve().parents[3] / "src" / "config.rs").read_text()
+    block = config.split("pub const BUILTIN_FORMATS", 1)[1].split("];", 1)[0]
+    builtin = set(re.findall(r'"([^"]+)"', block))
+    assert builtin >= ROUTABLE_FORMATS
+    assert set(MEDIA_TYPES.values()) <= ROUTABLE_FORMATS
