@@ -84,7 +84,10 @@ def test_hostile_inputs_die_once_typed_and_good_jobs_succeed(tmp_path: Path) -> 
     (inputs / "z-last-wrapped.pdf").write_bytes(corpus.wrapped_table_pdf())
     jobs = {Path(job["name"]).name: job for job in run(tmp_path, inputs)["jobs"]}
     for name, job in jobs.items():
-        if name in expected:
+        if name in expected and expected[name] == "ok":
+            # A hostile input the worker must survive and project (another tool's JSON).
+            assert job["state"] == "succeeded", job
+        elif name in expected:
             assert job["state"] == "dead", job
             assert job["attempts"] == 1, job
             (failure,) = job["failures"]
