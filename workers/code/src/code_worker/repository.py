@@ -20,7 +20,7 @@ import pathspec
 
 from workers_common import formats
 
-from .archive import Listing, Member, is_document
+from .archive import Listing, Member
 from .languages import extension_language
 from .manifests import MANIFEST_NAMES, Package, parse_manifest
 
@@ -125,10 +125,11 @@ def _manifest(repo: Repository, member: Member) -> None:
 
 
 def _document(repo: Repository, member: Member, routed: frozenset[str]) -> bool:
-    """Files `member` among the documents when its format is routed; False: it is not one."""
-    if not routed or not is_document(member.path):
+    """Files `member` (a file of no language parsed here) among the documents when its
+    format is routed; False: it is not one."""
+    named = formats.by_name(member.path) if routed else None
+    if named is None:
         return False
-    named = formats.by_name(member.path)
     if member.data is None:
         if named not in routed:
             return False

@@ -29,6 +29,7 @@ __all__ = [
     "Route",
     "by_name",
     "detect_format",
+    "media_type",
     "routed_formats",
 ]
 
@@ -123,11 +124,16 @@ def by_name(filename: str) -> str | None:
     return None
 
 
+def media_type(content_type: str) -> str:
+    """A Content-Type header's media type: lower case, without its parameters."""
+    return content_type.split(";", 1)[0].strip().lower()
+
+
 def _declared(filename: str, content_type: str) -> str | None:
     named = by_name(filename)
     if named is not None:
         return named
-    return MEDIA_TYPES.get(content_type.split(";", 1)[0].strip().lower())
+    return MEDIA_TYPES.get(media_type(content_type))
 
 
 def _looks_binary(data: bytes) -> bool:

@@ -12,8 +12,9 @@ import os
 from collections.abc import Mapping
 
 from workers_common import formats
+from workers_common.formats import media_type
 
-__all__ = ["CONTENT_FORMATS_ENV", "ROUTES", "classify", "routed_formats"]
+__all__ = ["CONTENT_FORMATS_ENV", "ROUTES", "classify", "media_type", "routed_formats"]
 
 CONTENT_FORMATS_ENV = "WEB_CONTENT_FORMATS"
 HTML = "html"
@@ -22,10 +23,6 @@ ROUTES: Mapping[str, str] = formats.MEDIA_TYPES
 """Media type -> the format whose pool projects it (workers_common.formats, shared with
 the email and code workers)."""
 _GENERIC = frozenset({"", "application/octet-stream", "binary/octet-stream"})
-
-
-def media_type(content_type: str) -> str:
-    return content_type.split(";", 1)[0].strip().lower()
 
 
 def _sniff(body: bytes) -> str | None:
