@@ -198,6 +198,28 @@ def test_sigterm_finishes_the_current_job_then_exits_ok(
     assert core.submissions_for("j1")[0].request.success
 
 
+def test_running_file_names_the_job_running_and_survives_sigkill(
+    core: ScriptedCore, start_worker: StartWorker, tmp_path: Path
+) -> None:
+    """A prefetching worker marks the job it runs where the pool reads it after a crash:
+    blank before any job, then that job's id and lease, still there after a SIGKILL."""
+    running = tmp_path / "running"
+    core.enqueue("7", "slow", content=b"slow job", options={"sleep_secs": 30.0})
+    worker = start_worker(
+        core.addr,
+        "slow",
+        env={"TELHA_MAX_IN_FLIGHT": "4", "TELHA_RUNNING_FILE": str(running)},
+    )
+    wait_for(lambda: running.exists() and running.read_bytes().split() != [], what="the mark")
+    data = running.read_bytes()
+    assert len(data) == 48, data
+    assert data.endswith(b"\n"), data
+    assert data.split() == [b"7", b"1"], data
+    worker.process.kill()
+    worker.process.wait(20)
+    assert running.read_bytes().split() == [b"7", b"1"]
+
+
 def test_sigterm_while_idle_exits_ok_at_once(core: ScriptedCore, start_worker: StartWorker) -> None:
     worker = start_worker(core.addr, "txt")
     wait_for(lambda: bool(core.record.polls), what="the worker to poll")

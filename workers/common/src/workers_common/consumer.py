@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import mmap
 import os
 import queue
 import signal
@@ -454,35 +455,46 @@ class WorkerConsumer:
 class _RunningFile:
     """The job this worker runs, written where the core's pool reads it if the process
     dies (`TELHA_RUNNING_FILE`): with jobs held beside the one running, a crash is then
-    charged to that job alone, and the held ones go back uncharged. One pwrite per job;
-    a file that cannot be written only costs that precision (every held job is charged)."""
+    charged to that job alone, and the held ones go back uncharged. The file is mapped
+    shared, so marking a job is a store into memory the kernel already shares with any
+    reader (a SIGKILL loses nothing): no system call, so the job's thread keeps the GIL
+    (a pwrite per job handed it to the stream and delivery threads and waited up to a
+    switch interval to get it back). A file that cannot be set up only costs that
+    precision (every held job is charged)."""
 
     _WIDTH = 48  # fixed, so a shorter line never leaves the tail of a longer one
 
     def __init__(self, path: str | None) -> None:
-        self._fd: int | None = None
+        self._map: mmap.mmap | None = None
         if path is None:
             return
         try:
-            self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
         except OSError as err:
             log.warning("cannot open the running-job file %s: %s", path, err)
+            return
+        try:
+            # Blank (no job yet: the pool reads nothing from it), then mapped.
+            os.write(fd, b" " * (self._WIDTH - 1) + b"\n")
+            self._map = mmap.mmap(fd, self._WIDTH)
+        except (OSError, ValueError) as err:
+            log.warning("cannot map the running-job file %s: %s", path, err)
+        finally:
+            os.close(fd)
 
     def mark(self, job_id: str, attempt: int) -> None:
-        if self._fd is None:
+        if self._map is None:
             return
-        line = f"{job_id} {attempt}".ljust(self._WIDTH - 1) + "\n"
-        try:
-            os.pwrite(self._fd, line.encode(), 0)
-        except OSError as err:
-            log.warning("cannot write the running-job file: %s", err)
-            self.close()
+        data = f"{job_id} {attempt}".encode().ljust(self._WIDTH - 1) + b"\n"
+        if len(data) != self._WIDTH:  # not a core job id: better no job than a wrong one
+            data = b" " * (self._WIDTH - 1) + b"\n"
+        self._map[:] = data
 
     def close(self) -> None:
-        if self._fd is not None:
-            with contextlib.suppress(OSError):
-                os.close(self._fd)
-            self._fd = None
+        if self._map is not None:
+            with contextlib.suppress(OSError, ValueError, BufferError):
+                self._map.close()
+            self._map = None
 
 
 class _Arrivals:
