@@ -19,6 +19,19 @@ fn log_format(g: &telha::cli::Global) -> LogFormat {
     telha::config::Config::load(&path).map_or(LogFormat::Text, |c| c.server.log_format)
 }
 
+/// The core's heap in 4 KiB pages, whatever the host's transparent-huge-page policy:
+/// where it is `always`, each fresh 2 MiB region the allocator touches is zeroed whole by
+/// the page fault, and the heap's churn (a submission parsed, a redb page allocated and
+/// freed) keeps faulting new ones. Measured on a 3,000-file code archive through `telha
+/// run` (THP `always`, 2 cores): the core's system time 2.0 → 1.5 s and its peak RSS
+/// 268-325 → 239-243 MB. As Redis does (`disable-thp`). The pool's workers get the host's
+/// policy back when they are spawned (src/supervise/spawn.rs).
+fn no_huge_pages() {
+    if let Err(e) = nix::sys::prctl::set_thp_disable(true) {
+        tracing::debug!(error = %e, "cannot opt out of transparent huge pages");
+    }
+}
+
 fn main() -> ExitCode {
     let cli = telha::cli::Cli::parse();
     if !matches!(cli.command, telha::cli::Command::Serve | telha::cli::Command::Run(_)) {
@@ -36,6 +49,9 @@ fn main() -> ExitCode {
         fmt.json().with_current_span(false).init();
     } else {
         fmt.with_ansi(std::io::stderr().is_terminal()).init();
+    }
+    if matches!(cli.command, telha::cli::Command::Serve | telha::cli::Command::Run(_)) {
+        no_huge_pages();
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(r) => r,

@@ -172,6 +172,8 @@ fn html(status: StatusCode, body: String) -> Response {
 }
 
 /// The answer to a peer without access, or the cookie that `?token=` asks for.
+// The refusal is the response itself, built once per refused request: not worth a box.
+#[allow(clippy::result_large_err)]
 fn gate(ops: &Ops, peer: SocketAddr, headers: &HeaderMap, q: &TokenQuery) -> Result<(Access, Option<String>), Response> {
     let a = access(ops, peer, headers, q.token.as_deref());
     if a == Access::Denied {

@@ -195,6 +195,9 @@ fn spawn(spec: SpawnSpec) -> Result<Spawned, SpawnError> {
                 return Err(std::io::Error::other("the supervisor is gone"));
             }
             setrlimit(Resource::RLIMIT_CORE, 0, 0).map_err(std::io::Error::from)?;
+            // The core opted out of transparent huge pages (main.rs); a worker gets the
+            // host's policy (polars' large buffers may gain from it). A hint: ignored if refused.
+            let _ = nix::sys::prctl::set_thp_disable(false);
             if let Some(mb) = mem {
                 let bytes = mb.saturating_mul(1 << 20);
                 setrlimit(Resource::RLIMIT_AS, bytes, bytes).map_err(std::io::Error::from)?;
