@@ -6,6 +6,7 @@ The same behaviours against the real core are in test_e2e.py.
 
 from __future__ import annotations
 
+import gc
 import signal
 import time
 from collections.abc import Callable
@@ -174,6 +175,18 @@ def test_reconnects_after_the_core_restarts(
     finally:
         running.stop()
         restarted.stop()
+
+
+def test_the_collector_is_tuned_while_serving_and_put_back(
+    core: ScriptedCore, start_consumer: StartConsumer
+) -> None:
+    before = gc.get_threshold()
+    running = start_consumer({"txt": handle_txt})
+    wait_for(lambda: bool(core.record.polls), what="the consumer to poll")
+    assert gc.get_threshold()[0] >= 20_000
+    assert gc.get_freeze_count() > 0  # the imports are out of the collector's sight
+    assert running.stop() == EXIT_OK
+    assert gc.get_threshold() == before
 
 
 def test_stop_while_idle_returns_ok(core: ScriptedCore, start_consumer: StartConsumer) -> None:

@@ -24,6 +24,7 @@ are run before it exits.
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 import mmap
 import os
@@ -104,6 +105,26 @@ class _GilPacing:
             sys.setswitchinterval(wanted)
 
 
+_GC_YOUNG_THRESHOLD = 20_000
+"""Allocations of container objects between two collections of the youngest generation
+(CPython's default: 700). A job allocates hundreds of thousands of short-lived objects
+(tree nodes, dicts of properties): at 700 the collector runs every few hundred of them and
+walks the survivors each time. With the imports frozen (below) and this threshold, the code
+worker's handler took 5-12 % less CPU per file over the CPython stdlib (800 files, six
+alternating runs, in process)."""
+
+
+def _tune_gc() -> Callable[[], None]:
+    """Moves everything allocated so far (the imported modules: docling's or polars'
+    are large) out of the collector's sight, so that no collection walks it again, and
+    collects the young generation less often. Garbage cycles are still collected.
+    Returns what puts the thresholds back (a consumer run inside a test process)."""
+    gc.freeze()
+    young, older, oldest = gc.get_threshold()
+    gc.set_threshold(max(young, _GC_YOUNG_THRESHOLD), older, oldest)
+    return lambda: gc.set_threshold(young, older, oldest)
+
+
 class WorkerConsumer:
     """Serves the jobs of the given formats until asked to stop."""
 
@@ -162,6 +183,7 @@ class WorkerConsumer:
             print(f"telha worker: configuration error: {err}", file=sys.stderr, flush=True)
             return EXIT_CONFIG
         restore = self._install_signal_handlers()
+        restore_gc = _tune_gc()
         interval = sys.getswitchinterval()
         if config.max_in_flight > 1:
             # The reader and delivery threads block in gRPC, the job in its handler: at
@@ -179,6 +201,7 @@ class WorkerConsumer:
             return EXIT_OOM
         finally:
             sys.setswitchinterval(interval)
+            restore_gc()
             restore()
 
     def _check_handlers(self, config: WorkerConfig) -> None:
