@@ -7,8 +7,10 @@ file (its text layer) and the scan (OCR, default options: ocr=auto, 300 dpi, eng
     .venv/bin/python bench/ocr_check.py [--pages 4] [--scan-dpi 150] [--ocr-dpi 300]
 
 Prints, per file and overall: seconds per OCR'd page, the share of the text layer's words
-(3+ letters, repeats counted) found in the OCR'd canonical text, and the peak resident
-size of the worker process and of its largest tesseract child (ru_maxrss). Each file is
+(3+ letters, repeats counted) found in the OCR'd canonical text, the mean `ocr_confidence`,
+the peak resident size of this process (the worker's handler, ru_maxrss) and of tesseract
+on each file's first page (its VmHWM, polled from /proc: a child's ru_maxrss would count
+the parent's pages it was forked with). Each file is
 projected twice more to check the projection's bytes do not change between runs.
 Needs tesseract (scripts/system-deps.sh) and the repo's .venv; no release binary.
 """
@@ -19,8 +21,10 @@ import argparse
 import gzip
 import io
 import json
+import os
 import re
 import resource
+import subprocess
 import sys
 import tempfile
 import time
@@ -101,6 +105,38 @@ def found_share(expected: str, got: str) -> tuple[int, int]:
     return hits, len(want)
 
 
+def tesseract_peak(data: bytes, dpi: int) -> float:
+    """tesseract's peak resident MiB on the first page of `data` rendered at `dpi`."""
+    import pypdfium2 as pdfium
+
+    document = pdfium.PdfDocument(data)
+    try:
+        page = document[0]
+        image = page.render(scale=dpi / 72, grayscale=True).to_pil()
+        page.close()
+    finally:
+        document.close()
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "page.png"
+        image.save(path)
+        env = {**os.environ, "OMP_THREAD_LIMIT": "1", "LC_ALL": "C"}
+        args = ["tesseract", str(path), "stdout", "-l", "eng", "--dpi", str(dpi), "hocr"]
+        child = subprocess.Popen(
+            args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env
+        )
+        peak = 0
+        status = Path(f"/proc/{child.pid}/status")
+        while child.poll() is None:
+            try:
+                for line in status.read_text().splitlines():
+                    if line.startswith("VmHWM:"):
+                        peak = max(peak, int(line.split()[1]))
+            except (OSError, ValueError):
+                pass
+            time.sleep(0.01)
+    return peak / 1024
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pages", type=int, default=4, help="first pages of each PDF")
@@ -115,6 +151,7 @@ def main() -> int:
     total_hits = total_words = total_pages = 0
     total_secs = 0.0
     stable = True
+    tesseract_mib = 0.0
     print(f"{'file':<34} {'pages':>5} {'s/page':>7} {'words':>6} {'found':>6} {'conf':>5}")
     for path in files:
         born = first_pages(read(path), args.pages)
@@ -125,6 +162,7 @@ def main() -> int:
         sub = project(scanned, options)
         secs = time.perf_counter() - start
         stable &= json.dumps(project(scanned, options)) == json.dumps(sub)
+        tesseract_mib = max(tesseract_mib, tesseract_peak(born, args.ocr_dpi))
         pages = sub["stats"].get("pages_ocr", 0)
         hits, words = found_share(text, sub["canonicalText"])
         props = [n["properties"] for n in sub["nodes"]]
@@ -138,11 +176,10 @@ def main() -> int:
             f"{share:>6.1%} {conf:>5.0f}"
         )
     self_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    child_rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     print(
         f"overall: {total_pages} pages OCR'd, {total_secs / max(1, total_pages):.2f} s/page, "
         f"{total_hits}/{total_words} words found ({total_hits / max(1, total_words):.1%}); "
-        f"peak RSS: worker {self_rss:.0f} MiB, largest tesseract {child_rss:.0f} MiB; "
+        f"peak RSS: worker {self_rss:.0f} MiB, tesseract {tesseract_mib:.0f} MiB; "
         f"same bytes on a second run: {'yes' if stable else 'NO'}"
     )
     return 0 if stable else 1

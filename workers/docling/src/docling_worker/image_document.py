@@ -64,24 +64,26 @@ def _decode(data: bytes, options: OcrOptions) -> tuple[bytes, int, int, int | No
     if not _is_image(data):
         raise InvalidInput("not a PNG, JPEG, TIFF, BMP or WebP image (no known signature)")
     try:
+        image = Image.open(io.BytesIO(data))
+    except (UnidentifiedImageError, OSError, ValueError, SyntaxError, EOFError) as err:
+        raise InvalidInput(f"the image cannot be read: {err}") from err
+    if image.format not in _FORMATS:
+        raise InvalidInput(f"not an image format read here: {image.format}")
+    width, height = image.size
+    if width * height > options.max_image_pixels:
+        raise TooLarge(
+            f"image of {width}x{height} pixels is over max_image_pixels={options.max_image_pixels}"
+        )
+    dpi = _dpi(image)
+    try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            image = Image.open(io.BytesIO(data))
-            if image.format not in _FORMATS:
-                raise InvalidInput(f"not an image format read here: {image.format}")
-            width, height = image.size
-            if width * height > options.max_image_pixels:
-                raise TooLarge(
-                    f"image of {width}x{height} pixels is over "
-                    f"max_image_pixels={options.max_image_pixels}"
-                )
-            dpi = _dpi(image)
             image.load()
             grey = ImageOps.exif_transpose(image).convert("L")
-    except (UnidentifiedImageError, OSError, ValueError, SyntaxError, EOFError) as err:
-        raise InvalidInput(f"the image cannot be decoded: {err}") from err
-    except Image.DecompressionBombError as err:  # pragma: no cover - MAX_IMAGE_PIXELS is None
-        raise TooLarge(str(err)) from err
+    except MemoryError:
+        raise
+    except Exception as err:  # a broken file raises many kinds (struct.error, KeyError...)
+        raise InvalidInput(f"the image cannot be decoded: {type(err).__name__}: {err}") from err
     if grey.width == 0 or grey.height == 0:
         raise InvalidInput("the image has no pixels")
     return pgm(grey.width, grey.height, grey.width, grey.tobytes()), grey.width, grey.height, dpi

@@ -4,8 +4,9 @@ Which pages: under `ocr=auto`, a page with no text line that shows an image (a s
 blank or vector-only page is left alone, it has nothing tesseract would read); under
 `force`, every page (its OCR'd lines replace its text layer); under `off`, none. Each page
 is rendered by pdfium at `ocr_dpi` in grey (lowered for a page so large that it would
-pass `max_image_pixels`) and read by tesseract (ocr.py). The page's own image boxes are
-dropped once it is OCR'd: on a scan, the image is the text just read, not a figure.
+pass `max_image_pixels`) and read by tesseract (ocr.py). A page where OCR read text loses
+its own image boxes: on a scan, the image is the text just read, not a figure; a page
+where it read nothing keeps them (a photo, a blank scan).
 """
 
 from __future__ import annotations
@@ -100,12 +101,14 @@ def ocr_pdf_pages(
                 continue
             scale = (page.width / width, page.height / height)
             text = parse_hocr(hocr, page=page.number, scale=scale, height=page.height)
+            stats["pages_ocr"] += 1
+            if not text.lines:
+                continue  # nothing read: the page keeps what it had (its images as figures)
             pages[page.number - 1] = dataclasses.replace(
                 page, lines=text.lines, images=(), image_area=0.0
             )
             for order, conf in text.confidence.items():
                 confidences[(page.number, order)] = conf
-            stats["pages_ocr"] += 1
     finally:
         document.close()
     return confidences
