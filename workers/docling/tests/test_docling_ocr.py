@@ -97,6 +97,10 @@ def test_without_tesseract_a_scan_is_unsupported_and_says_so(
     caught = failure(tmp_path, "pdf", scan)
     assert caught.kind == "unsupported"
     assert "tesseract" in str(caught)
+    caught = failure(tmp_path, "pdf", corpus.simple_pdf(), ocr="force")
+    assert caught.kind == "unsupported"
+    assert "tesseract" in str(caught)
+    assert "pages_ocr" not in project(tmp_path, "pdf", corpus.simple_pdf())["stats"]
     caught = failure(tmp_path, "image", corpus.text_image())
     assert (caught.kind, "tesseract" in str(caught)) == ("unsupported", True)
 

@@ -79,9 +79,11 @@ def ocr_pdf_pages(
         return {}
     binary = tesseract()
     if binary is None:
+        if options.mode == "force":
+            raise Unsupported(f"ocr=force: {NO_TESSERACT}")
         if not any(p.lines for p in pages):
             raise Unsupported(f"the PDF has no text layer (scanned pages): {NO_TESSERACT}")
-        return {}
+        return {}  # the pages with text are projected; the scanned ones count as without text
     if len(wanted) > options.max_pages:
         raise TooLarge(f"{len(wanted)} PDF pages need OCR, over max_ocr_pages={options.max_pages}")
     check_language(binary, options.lang)
