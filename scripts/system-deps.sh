@@ -2,7 +2,9 @@
 # System packages beyond Python wheels: Debian's `chromium` for the web worker's rendering
 # and the status-page test (Playwright drives it through executable_path; `playwright
 # install` is never used), and `iproute2` for the test that puts a worker in another
-# network namespace (tests/remote.rs). Installs only what is missing; a second run does nothing.
+# network namespace (tests/remote.rs), and `tesseract-ocr` + `tesseract-ocr-eng` for the docling
+# worker's OCR of scanned PDF pages and images (the traineddata ships in the package: nothing is
+# downloaded at run time). Installs only what is missing; a second run does nothing.
 set -euo pipefail
 
 missing=()
@@ -12,12 +14,16 @@ fi
 if ! command -v ip >/dev/null 2>&1; then
     missing+=(iproute2)
 fi
+if ! command -v tesseract >/dev/null 2>&1; then
+    missing+=(tesseract-ocr tesseract-ocr-eng)
+fi
 if [[ ${#missing[@]} -eq 0 ]]; then
     exit 0
 fi
 if ! command -v apt-get >/dev/null 2>&1; then
     echo "system-deps: missing ${missing[*]} and no apt-get: install them (for Chromium, or set" \
-        "WEB_CHROMIUM in [pools.web].env; until then web pages are fetched statically only)" >&2
+        "WEB_CHROMIUM in [pools.web].env; until then web pages are fetched statically only;" \
+        "without tesseract, scanned PDF pages and images are unsupported)" >&2
     exit 0
 fi
 sudo=()

@@ -21,7 +21,7 @@ const DEFAULT_NR_OPEN: u64 = 1 << 20;
 /// Formats the core accepts even when no pool declares them (workers may join from
 /// other hosts). Pools add their own.
 pub const BUILTIN_FORMATS: &[&str] = &[
-    "code", "code-archive", "csv", "docling", "docx", "eml", "epub", "html", "latex", "mbox", "md", "msg", "odp",
+    "code", "code-archive", "csv", "docling", "docx", "eml", "epub", "html", "image", "latex", "mbox", "md", "msg", "odp",
     "ods", "odt", "parquet", "pdf", "pptx", "text", "tsv", "txt", "web", "xls", "xlsb", "xlsx",
 ];
 
@@ -624,6 +624,7 @@ pub fn format_for_path(path: &Path) -> Option<&'static str> {
         "ods" => "ods",
         "parquet" => "parquet",
         "pdf" => "pdf",
+        "png" | "jpg" | "jpeg" | "tif" | "tiff" | "bmp" | "webp" => "image",
         "docx" => "docx",
         "pptx" => "pptx",
         "odt" => "odt",
@@ -784,7 +785,7 @@ mod tests {
             ("repo.tar.bz2", "code-archive"), ("repo.tar", "code-archive"), ("repo.zip", "code-archive"),
             ("lib.rs", "code"), ("app.tsx", "code"), ("x.hpp", "code"), ("m.mjs", "code"),
             ("paper.pdf", "pdf"), ("memo.DOCX", "docx"), ("deck.pptx", "pptx"), ("letter.odt", "odt"), ("slides.ODP", "odp"), ("book.epub", "epub"), ("paper.tex", "latex"), ("Inbox.mbox", "mbox"), ("page.htm", "html"), ("notes.md", "md"),
-            ("doc.json", "docling"), ("sheet.csv", "csv"), ("sheet.csv.gz", "csv"), ("sheet.CSV.ZST", "csv"),
+            ("doc.json", "docling"), ("scan.PNG", "image"), ("photo.jpeg", "image"), ("fax.tif", "image"), ("sheet.csv", "csv"), ("sheet.csv.gz", "csv"), ("sheet.CSV.ZST", "csv"),
             ("t.tsv.xz", "tsv"), ("book.xlsm", "xlsx"), ("old.xls", "xls"), ("b.xlsb", "xlsb"), ("c.ods", "ods"),
         ];
         for (name, format) in cases {

@@ -88,6 +88,7 @@ def seeds() -> dict[str, tuple[str, bytes]]:
             + b"\n",
         ),
         "pdf": ("seed.pdf", docling_corpus.simple_pdf()),
+        "image": ("seed.png", docling_corpus.text_image()),
         "docx": ("seed.docx", docling_corpus.report_docx()),
         "pptx": ("seed.pptx", docling_corpus.deck_pptx()),
         "odt": ("seed.odt", docling_corpus.report_odt()),
@@ -202,7 +203,7 @@ def pools(smoke: bool, work: Path, *, render: bool = True) -> dict[str, Pool]:
     base = real_pools()
     base["tabular"].formats = ["csv", "tsv", "xlsx", "xlsb", "xls", "ods", "parquet"]
     base["docling"] = Pool(
-        ["pdf", "docx", "pptx", "odt", "odp", "epub", "html", "md", "latex", "docling"],
+        ["pdf", "image", "docx", "pptx", "odt", "odp", "epub", "html", "md", "latex", "docling"],
         worker_module("docling_worker"),
         1,
         600,

@@ -47,6 +47,11 @@ def test_by_name(name: str, expected: str | None) -> None:
         ("scan.bin", "", b"%PDF-1.7 rest", "pdf"),  # the signature wins over the name
         ("README", "", b"Hello\n", "txt"),
         ("README", "", b"\x00\x00", None),
+        ("scan.PNG", "", b"\x89PNG\r\n\x1a\nrest", "image"),
+        ("photo.jpg", "", b"\xff\xd8\xff\xe0rest", "image"),
+        ("fax.tiff", "", b"II*\x00rest", "image"),
+        ("download", "image/webp", b"RIFF\x00\x00\x00\x00WEBPVP8 ", "image"),
+        ("photo.jpg", "", b"<html>not a photo</html>", None),
     ],
 )
 def test_detect_format(filename: str, content_type: str, data: bytes, expected: str | None) -> None:

@@ -681,3 +681,50 @@ def tiled_pdf() -> bytes:
         pdf.image(tile, x=20 + (i % 30) * 5, y=40 + (i // 30) * 5, w=4, h=4)
     _para(pdf, 20, 100, 170, "Text below the tiles.")
     return bytes(pdf.output())
+
+
+# Scans and images for the OCR tests: made from text by code, so the words a test expects
+# are the words drawn.
+
+SCAN_LINES = (
+    "Quarterly inspection notes",
+    "The north pump station was inspected on 4 May 2026.",
+    "All valves opened and closed within their rated times.",
+    "Two gaskets showed wear and were replaced the same day.",
+)
+
+
+def text_image(lines: tuple[str, ...] = SCAN_LINES, fmt: str = "PNG", dpi: int = 300) -> bytes:
+    """Black text on white, a 34 px heading over 26 px lines (about 8 and 6 points at
+    300 dpi, scanned-letter sizes), in Pillow's own font (no system font needed)."""
+    from PIL import Image, ImageDraw, ImageFont
+
+    image = Image.new("L", (1800, 120 + 70 * len(lines)), 255)
+    draw = ImageDraw.Draw(image)
+    y = 60
+    for index, line in enumerate(lines):
+        font = ImageFont.load_default(size=40 if index == 0 else 30)
+        draw.text((80, y), line, font=font, fill=0)
+        y += 90 if index == 0 else 60
+    out = io.BytesIO()
+    image.convert("RGB" if fmt == "JPEG" else "L").save(out, fmt, dpi=(dpi, dpi))
+    return out.getvalue()
+
+
+def scanned_text_pdf(source: bytes | None = None, dpi: int = 150) -> bytes:
+    """A born-digital PDF (default: report_pdf) rasterized page by page and wrapped back
+    into an image-only PDF: what a scanner would have made of the printout."""
+    import pypdfium2 as pdfium
+
+    document = pdfium.PdfDocument(source if source is not None else report_pdf())
+    try:
+        images = []
+        for index in range(len(document)):
+            page = document[index]
+            images.append(page.render(scale=dpi / 72, grayscale=True).to_pil())
+            page.close()
+    finally:
+        document.close()
+    out = io.BytesIO()
+    images[0].save(out, "PDF", resolution=dpi, save_all=True, append_images=images[1:])
+    return out.getvalue()

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
+import struct
 import zipfile
 import zlib
 from collections.abc import Callable
@@ -273,6 +275,25 @@ def json_cycle() -> bytes:
     return json.dumps(doc).encode()
 
 
+def png_bomb(width: int = 30_000, height: int = 30_000) -> bytes:
+    """A PNG whose header declares 900 Mpx over a few bytes of compressed rows (the pixel
+    cap must refuse it before a byte is inflated)."""
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        crc = zlib.crc32(kind + body)
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", crc)
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    rows = zlib.compress(b"\x00" * (width + 1) * 4)
+    return (
+        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", rows) + chunk(b"IEND", b"")
+    )
+
+
+SCANNED_OUTCOME = "ok" if shutil.which("tesseract") else "unsupported"
+"""A blank scanned page: OCR reads nothing from it and the document succeeds, empty;
+without tesseract it is unsupported (no text layer and no OCR)."""
+
 HOSTILE: dict[str, tuple[str, Callable[[], bytes], str]] = {
     "pdf-truncated": ("pdf", truncated_pdf, "invalid_input|ok"),
     "pdf-broken-xref": ("pdf", broken_xref, "ok"),
@@ -282,7 +303,10 @@ HOSTILE: dict[str, tuple[str, Callable[[], bytes], str]] = {
     "pdf-cyclic-page-tree": ("pdf", cyclic_page_tree, "invalid_input"),
     "pdf-huge-image": ("pdf", huge_image, "ok"),
     "pdf-invalid-text-strings": ("pdf", invalid_text_strings, "ok"),
-    "pdf-scanned": ("pdf", corpus.scanned_pdf, "unsupported"),
+    "pdf-scanned": ("pdf", corpus.scanned_pdf, SCANNED_OUTCOME),
+    "image-truncated": ("image", lambda: corpus.text_image()[:600], "invalid_input"),
+    "image-gif": ("image", lambda: b"GIF89a" + b"\x00" * 100, "invalid_input"),
+    "image-pixel-bomb": ("image", png_bomb, "too_large"),
     "pdf-not-a-pdf": ("pdf", lambda: b"GIF89a" + b"\x00" * 100, "invalid_input"),
     "pdf-empty": ("pdf", lambda: b"", "invalid_input"),
     "docx-zip-bomb": ("docx", docx_zip_bomb, "invalid_input"),

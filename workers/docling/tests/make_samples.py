@@ -21,6 +21,8 @@ SAMPLES: dict[str, Callable[[], bytes]] = {
     "field-notes.tex": lambda: corpus.PAPER_TEX.encode(),
     "service-terms.html": lambda: corpus.REPORT_HTML.encode(),
     "release-notes.md": lambda: corpus.REPORT_MD.encode(),
+    # A photographed page: the `image` format, read by OCR (needs tesseract).
+    "inspection-notes.png": corpus.text_image,
 }
 
 

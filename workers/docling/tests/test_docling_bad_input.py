@@ -51,7 +51,6 @@ def test_at_least_twenty_hostile_inputs() -> None:
     ("fmt", "data", "words"),
     [
         ("pdf", corpus.encrypted_pdf(), "encrypted"),
-        ("pdf", corpus.scanned_pdf(), "OCR needs the models extra"),
         ("docling", b'{"schema_name": "DoclingDocument", "name": 5}', "does not validate"),
         ("docling", b'{"name": "x", "rows": [1, 2,]}', "not valid JSON"),
         ("docling", b"\xff\xfe\x00{\x00\xd8", "not valid JSON"),

@@ -33,6 +33,7 @@ REPRESENTATIVE = [
     "odt-zip-bomb", "odt-is-a-presentation", "epub-zip-bomb", "epub-external-entity",
     "html-nested-100000", "md-million-list-items",
     "json-other-tool", "json-nested-million", "json-cycle",
+    "image-truncated", "image-pixel-bomb",
 ]  # fmt: skip
 
 
@@ -41,8 +42,8 @@ def run(tmp_path: Path, inputs: Path) -> dict[str, Any]:
     config.write_text(
         f'[server]\nlisten = "127.0.0.1:0"\ndata_dir = "{tmp_path / "data"}"\n'
         "[jobs]\nmax_attempts = 3\nlease_secs = 60\nbackoff_base_ms = 50\nbackoff_max_ms = 200\n"
-        '[pools.docling]\nformats = ["pdf", "docx", "pptx", "odt", "odp", "epub", "html", "md",'
-        ' "latex", "docling"]\nworkers = 1\n'
+        '[pools.docling]\nformats = ["pdf", "image", "docx", "pptx", "odt", "odp", "epub", "html",'
+        ' "md", "latex", "docling"]\nworkers = 1\n'
         f'command = ["{sys.executable}", "-m", "docling_worker"]\njob_timeout_secs = 120\n'
         "max_jobs_per_worker = 200\n"
         "[pools.docling.limits]\nmemory_mb = 3072\ncpu_secs = 300\nopen_files = 256\n"
@@ -67,7 +68,7 @@ def test_hostile_inputs_die_once_typed_and_good_jobs_succeed(tmp_path: Path) -> 
     expected: dict[str, str] = {}
     for name in REPRESENTATIVE:
         fmt, make, kind = HOSTILE[name]
-        suffix = "json" if fmt == "docling" else fmt
+        suffix = {"docling": "json", "image": "png"}.get(fmt, fmt)
         (inputs / f"h-{name}.{suffix}").write_bytes(make())
         expected[f"h-{name}.{suffix}"] = kind
     (inputs / "z-last.docx").write_bytes(corpus.report_docx())
@@ -82,6 +83,9 @@ def test_hostile_inputs_die_once_typed_and_good_jobs_succeed(tmp_path: Path) -> 
     # Figures with CAPTION_OF edges and a table with wrapped cells, through the core.
     (inputs / "z-last-figures.pdf").write_bytes(corpus.figure_pdf())
     (inputs / "z-last-wrapped.pdf").write_bytes(corpus.wrapped_table_pdf())
+    # A scanned page and a photo of text, through OCR (tesseract from the worker's PATH).
+    (inputs / "z-last-scan.pdf").write_bytes(corpus.scanned_text_pdf(corpus.simple_pdf()))
+    (inputs / "z-last.png").write_bytes(corpus.text_image())
     jobs = {Path(job["name"]).name: job for job in run(tmp_path, inputs)["jobs"]}
     for name, job in jobs.items():
         if name in expected and expected[name] == "ok":
@@ -95,10 +99,12 @@ def test_hostile_inputs_die_once_typed_and_good_jobs_succeed(tmp_path: Path) -> 
             assert failure["kind"] == expected[name], (name, failure["reason"])
         else:
             assert job["state"] == "succeeded", job
-    assert len(jobs) == len(expected) + 12
+    assert len(jobs) == len(expected) + 14
     assert jobs["z-last.pptx"]["node_count"] >= 8  # DOCUMENT, SECTIONs, LIST, TABLE, ...
     assert jobs["z-last.odt"]["node_count"] >= 11  # DOCUMENT, 3 SECTIONs, LIST, TABLE, ...
     assert jobs["z-last.odp"]["node_count"] >= 7
     assert jobs["z-last.epub"]["node_count"] >= 9
     assert jobs["z-last.tex"]["node_count"] >= 12
     assert jobs["z-last-figures.pdf"]["node_count"] >= 10  # DOCUMENT, 3 FIGUREs, 2 CAPTIONs, ...
+    assert jobs["z-last-scan.pdf"]["node_count"] >= 3  # DOCUMENT, PARAGRAPHs from OCR
+    assert jobs["z-last.png"]["node_count"] >= 2

@@ -41,6 +41,8 @@ EXTENSIONS: Mapping[str, str] = {
     "html": "html", "htm": "html", "md": "md", "markdown": "md", "tex": "latex", "latex": "latex",
     "txt": "txt", "text": "txt", "rst": "txt", "adoc": "txt", "asciidoc": "txt",
     "eml": "eml", "msg": "msg", "mbox": "mbox", "mbx": "mbox",
+    "png": "image", "jpg": "image", "jpeg": "image", "tif": "image", "tiff": "image",
+    "bmp": "image", "webp": "image",
 }  # fmt: skip
 """File extension (lower case) → format."""
 
@@ -72,6 +74,11 @@ MEDIA_TYPES: Mapping[str, str] = {
     "application/vnd.oasis.opendocument.spreadsheet": "ods",
     "application/vnd.apache.parquet": "parquet",
     "application/x-parquet": "parquet",
+    "image/png": "image",
+    "image/jpeg": "image",
+    "image/tiff": "image",
+    "image/bmp": "image",
+    "image/webp": "image",
     "application/vnd.ms-excel": "xls",
     "application/vnd.ms-excel.sheet.binary.macroenabled.12": "xlsb",
     "application/vnd.ms-excel.sheet.macroenabled.12": "xlsx",
@@ -88,6 +95,9 @@ _COMPRESSIBLE = frozenset({"csv", "tsv"})
 _PDF, _PARQUET = b"%PDF-", b"PAR1"
 _ZIP = b"PK\x03\x04"
 _OLE = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+# PNG, JPEG, TIFF (both byte orders), BMP, and RIFF (WebP's container: the docling
+# worker checks the WEBP tag at offset 8 and refuses other RIFF files as invalid_input).
+_IMAGES = (b"\x89PNG\r\n\x1a\n", b"\xff\xd8\xff", b"II*\x00", b"MM\x00*", b"BM", b"RIFF")
 _TEXT_FORMATS = frozenset({"csv", "tsv", "html", "md", "txt", "eml", "mbox", "latex"})
 _SIGNATURES = {
     "pdf": (_PDF,),
@@ -102,6 +112,7 @@ _SIGNATURES = {
     "epub": (_ZIP,),
     "xls": (_OLE,),
     "msg": (_OLE,),
+    "image": _IMAGES,
 }
 
 

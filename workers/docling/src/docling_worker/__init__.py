@@ -1,4 +1,5 @@
-"""docling_worker: PDF, DOCX, HTML, Markdown and DoclingDocument JSON into a document graph.
+"""docling_worker: PDF, images (OCR), DOCX, HTML, Markdown and DoclingDocument JSON into a
+document graph.
 
 Modules, one role each:
 
@@ -13,6 +14,9 @@ Modules, one role each:
 - pdf_tables    ruled table regions and cell grids (wrapped cells joined)
 - pdf_figures   images as figures, their captions, their place in reading order
 - pdf_document  the PDF heuristics' result as a DoclingDocument with provenance
+- ocr           tesseract run on one page image; its hOCR as text lines in PDF points
+- pdf_ocr       which PDF pages are OCR'd (ocr=auto|force|off), rendered by pdfium
+- image_document  an image (png, jpg, tif, bmp, webp) as one OCR'd page
 - projection    DoclingDocument -> DOCUMENT, SECTION, PARAGRAPH, LIST, TABLE, FIGURE, ...
 - temporal      effective dates, relative dates, missing dates (shared rules in workers_common)
 """

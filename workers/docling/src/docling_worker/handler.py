@@ -1,7 +1,8 @@
-"""The docling worker's entry: formats pdf, docx, pptx, odt, odp, epub, html, md, latex and
-docling, and how a job becomes a submission.
+"""The docling worker's entry: formats pdf, image, docx, pptx, odt, odp, epub, html, md,
+latex and docling, and how a job becomes a submission.
 
-Every input becomes a DoclingDocument first (pdf_document for PDFs, convert for DOCX, PPTX,
+Every input becomes a DoclingDocument first (pdf_document for PDFs, OCR'ing pages without
+a text layer; image_document for images, OCR'd; convert for DOCX, PPTX,
 ODT, ODP, EPUB, HTML, Markdown and LaTeX, doclingjson for JSON: a DoclingDocument
 validated, any other JSON through jsondoc), then `projection` turns that one shape into
 the graph and `temporal` adds the date rules.
@@ -10,8 +11,10 @@ Job options (all optional):
 
 - `clarify`    record temporal ambiguities (`--option clarify=true`)
 - `max_pages`  refuse a PDF with more pages as too_large (default 2,000)
-- `max_bytes`  refuse a file larger than this as too_large (default 200 MiB for PDF,
-               64 MiB for the others: a 50 MB HTML file peaks at 1.35 GB of address space)
+- `max_bytes`  refuse a file larger than this as too_large (default 200 MiB for PDF and
+               images, 64 MiB for the others: a 50 MB HTML file peaks at 1.35 GB of address space)
+- `ocr`, `ocr_lang`, `ocr_dpi`, `ocr_page_timeout`, `max_ocr_pages`, `max_image_pixels`
+               OCR of scanned PDF pages and images (ocr.py; README)
 - `max_elements`  refuse HTML/Markdown with more elements as too_large (default 200,000),
                   JSON with more headings, items and cells (default 90,000)
 - `max_depth`  refuse HTML nested deeper as unsupported (default 250)
@@ -41,6 +44,7 @@ __all__ = [
 
 FORMATS = (
     "pdf",
+    "image",
     "docx",
     "pptx",
     "odt",
@@ -70,14 +74,20 @@ def convert(data: bytes, fmt: str, options: Mapping[str, Any], name: str = "") -
     loads docling's DOCX/HTML/Markdown backends (half a second of imports: bs4,
     python-docx, docling's datamodel), and the others never load docling-parse."""
     if fmt == "pdf":
+        from .ocr import ocr_options
         from .pdf_document import convert_pdf
         from .pdf_reader import open_pdf
 
+        ocr = ocr_options(options)
         source = open_pdf(data, max_pages=_int_option(options, "max_pages", DEFAULT_MAX_PAGES))
         try:
-            return convert_pdf(source)
+            return convert_pdf(source, ocr)
         finally:
             source.close()
+    if fmt == "image":
+        from .image_document import convert_image
+
+        return convert_image(data, options)
     if fmt == "docling":
         from .doclingjson import load_docling_json
         from .jsondoc import DEFAULT_MAX_ELEMENTS as JSON_ELEMENTS
@@ -98,7 +108,7 @@ def convert(data: bytes, fmt: str, options: Mapping[str, Any], name: str = "") -
 
 def handle(job: Job) -> bytes:
     """Projects one document job (typed failures: invalid_input, unsupported, too_large)."""
-    default = DEFAULT_MAX_PDF_BYTES if job.format == "pdf" else DEFAULT_MAX_BYTES
+    default = DEFAULT_MAX_PDF_BYTES if job.format in ("pdf", "image") else DEFAULT_MAX_BYTES
     limit = _int_option(job.options, "max_bytes", default)
     if job.content is not None and job.content.size > limit:
         raise TooLarge(f"document of {job.content.size} bytes is over max_bytes={limit}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from docling_core.types.doc import DoclingDocument
 
@@ -25,8 +26,10 @@ class SourceMeta:
 
 @dataclass(slots=True)
 class Converted:
-    """One input, converted: the document, its metadata and per-format counters."""
+    """One input, converted: the document, its metadata, per-format counters, and extra
+    node properties by item (`self_ref` → properties: an OCR'd item's `ocr`, ...)."""
 
     document: DoclingDocument
     meta: SourceMeta
     stats: dict[str, int] = field(default_factory=dict)
+    item_properties: dict[str, dict[str, Any]] = field(default_factory=dict)

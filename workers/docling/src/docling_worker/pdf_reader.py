@@ -59,6 +59,11 @@ class PdfSource:
     _parsed: PdfDocument
     _data: bytes = b""
 
+    @property
+    def data(self) -> bytes:
+        """The file's bytes (pdf_ocr renders pages from them)."""
+        return self._data
+
     def pages(self) -> Generator[PageContent, None, None]:
         """Every page in order. A long PDF's pages are shared with the pdf_helper process
         (on another core): it decodes from the end while this one decodes from the start;

@@ -12,7 +12,7 @@ footers) never reach the canonical text. PDF-derived nodes carry `page` and `bbo
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -74,6 +74,12 @@ class Projection:
     counts: dict[str, int] = field(default_factory=dict)
     title: str | None = None
     """The DOCUMENT node's title (the source's metadata, else its first title item)."""
+    extra: Mapping[str, dict[str, Any]] = field(default_factory=dict)
+    """Node properties by item beyond its provenance (Converted.item_properties)."""
+
+    def where(self, item: DocItem) -> dict[str, Any]:
+        """An item's provenance and its extra properties (an OCR'd item's `ocr`...)."""
+        return {**provenance(item, self.document), **self.extra.get(item.self_ref, {})}
 
     def contain(self, parent: NodeRef, child: NodeRef) -> None:
         index = self.child_counts.get(parent.index, 0)
@@ -198,7 +204,10 @@ def project_document(
     doc = converted.document
     props = _document_properties(converted, name, source_format)
     root = builder.add_node(["DOCUMENT"], props)
-    state = Projection(builder, doc, root, _caption_refs(doc), title=props.get("title"))
+    state = Projection(
+        builder, doc, root, _caption_refs(doc), title=props.get("title"),
+        extra=converted.item_properties,
+    )  # fmt: skip
     state.counts["DOCUMENT"] = 1
     try:
         _walk(state, doc.body)
@@ -257,7 +266,7 @@ def _section(state: Projection, raw: str, level: int, item: DocItem) -> None:
     span, start = state.text_block(text, "heading")
     node = state.node(
         "SECTION",
-        {"heading": text, "level": level, **provenance(item, state.document)},
+        {"heading": text, "level": level, **state.where(item)},
         [span],
     )
     state.contain(parent, node)
@@ -279,7 +288,7 @@ def _text(state: Projection, item: TextItem) -> None:
         if label == "PARAGRAPH" and item.label not in (DocItemLabel.TEXT, DocItemLabel.PARAGRAPH):
             props["kind"] = item.label.value
         span, start = state.text_block(text, label.lower())
-        node = state.node(label, {**props, **provenance(item, state.document)}, [span])
+        node = state.node(label, {**props, **state.where(item)}, [span])
         state.contain(state.container, node)
         state.blocks.append(Block(node, start, text, state.section_title))
     for child in _children(item, state.document):
@@ -297,7 +306,7 @@ def _inline(state: Projection, group: InlineGroup) -> None:
     if not text:
         return
     span, start = state.text_block(text, "paragraph")
-    props = provenance(first, state.document) if first is not None else {}
+    props = state.where(first) if first is not None else {}
     node = state.node("PARAGRAPH", props, [span])
     state.contain(state.container, node)
     state.blocks.append(Block(node, start, text, state.section_title))
@@ -326,7 +335,7 @@ def _list_item(
         "position": position,
         "marker": marker,
         "enumerated": bool(item.enumerated),
-        **provenance(item, state.document),
+        **state.where(item),
     }
     before = builder.end_offset
     spans = [builder.add_span_text(text, kind="list_item")] if text else []
@@ -378,7 +387,7 @@ def _table(state: Projection, item: TableItem) -> None:
         "rows": body,
         "num_rows": len(rows),
         "num_cols": max(len(row) for row in rows),
-        **provenance(item, state.document),
+        **state.where(item),
     }
     node = state.node("TABLE", props, [span])
     state.contain(state.container, node)
@@ -390,7 +399,7 @@ def _table(state: Projection, item: TableItem) -> None:
 
 
 def _figure(state: Projection, item: PictureItem) -> None:
-    node = state.node("FIGURE", provenance(item, state.document))
+    node = state.node("FIGURE", state.where(item))
     state.contain(state.container, node)
     _captions(state, item, node)
 
@@ -404,6 +413,6 @@ def _captions(state: Projection, owner: TableItem | PictureItem, node: NodeRef) 
         if not text:
             continue
         span, start = state.text_block(text, "caption")
-        cap = state.node("CAPTION", provenance(caption, state.document), [span])
+        cap = state.node("CAPTION", state.where(caption), [span])
         state.builder.add_relationship("CAPTION_OF", from_ref=cap, to_ref=node)
         state.blocks.append(Block(cap, start, text, state.section_title))
