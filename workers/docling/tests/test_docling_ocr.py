@@ -117,6 +117,8 @@ def test_bad_ocr_options_are_invalid_input(tmp_path: Path) -> None:
     assert failure(tmp_path, "pdf", pdf, ocr="sometimes").kind == "invalid_input"
     assert failure(tmp_path, "pdf", pdf, ocr_lang="../etc").kind == "invalid_input"
     assert failure(tmp_path, "pdf", pdf, ocr_dpi=5).kind == "invalid_input"
+    for endless in ("inf", "nan", "1e400"):
+        assert failure(tmp_path, "pdf", pdf, max_ocr_pages=endless).kind == "invalid_input"
 
 
 @needs_tesseract

@@ -16,6 +16,7 @@ downloaded. No tesseract on PATH means no OCR: the callers say so in their typed
 from __future__ import annotations
 
 import functools
+import math
 import os
 import re
 import shutil
@@ -74,7 +75,11 @@ def _number(options: Mapping[str, Any], key: str, default: float) -> float:
             value = float(value)
         except ValueError:
             raise InvalidInput(f"option {key}={value!r} is not a number") from None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not 0 < value < math.inf  # NaN and infinity too
+    ):
         raise InvalidInput(f"option {key}={value!r} is not a positive number")
     return float(value)
 
