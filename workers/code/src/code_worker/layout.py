@@ -37,7 +37,7 @@ MAX_TABLE = 2000
 """Entries at most in one child's table."""
 
 _PY_LINE = re.compile(
-    rb"\n[ \t]*(?:"
+    rb"\n[ \t]*+(?:"
     rb"from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]*)"
     rb"|import[ \t]+([^\n#;]+)"
     rb"|(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)"
@@ -46,25 +46,27 @@ _PY_LINE = re.compile(
 """The Python lines the layout reads, in one scan of a file: `from M import names`
 (groups 1, 2; `names` starting with `*` is a star import), `import M, …` (group 3), and
 a `def` or `class` (group 4, its name). It is matched against the file after a newline:
-led by the literal newline instead of a MULTILINE `^`, it tries line starts only."""
+led by the literal newline instead of a MULTILINE `^`, it tries line starts only; the
+indent is possessive (`*+`): every alternative starts with a letter, so giving a blank
+back could only fail again, once per blank (most of the scan's time on indented code)."""
 _JS_SPEC = re.compile(
     rb"""(?:\bfrom|\bimport|\brequire\s*\(|\bimport\s*\()\s*['"](\.{1,2}/[^'"\n]*)['"]"""
 )
 _JAVA_PACKAGE = re.compile(rb"^[ \t]*package[ \t]+([\w.]+)[ \t]*;", re.M)
 _JAVA_IMPORT = re.compile(rb"^[ \t]*import[ \t]+(?:static[ \t]+)?([\w.]+)[ \t]*;", re.M)
-_WORD = re.compile(rb"\w+")
 _NON_WORD = bytes(
     c if chr(c).isascii() and (chr(c).isalnum() or c == 0x5F) else 0x20 for c in range(256)
 )
 """bytes.translate table: every byte `\\w` does not match in a bytes pattern becomes a
-space, so that splitting the result gives `_WORD.findall`'s words (at C speed)."""
+space, so that splitting the result gives `re.findall(rb"\\w+")`'s words (at C speed)."""
 _INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"', re.M)
 _RUST_DEFINES = re.compile(
-    rb"\b(?:fn|struct|enum|trait|union|mod|pub(?:\([^)\n]*\))?[ \t]+type)[ \t\r\n]+(?:r#)?(\w+)"
+    rb"\b(?:fn|struct|enum|trait|union|mod|pub(?:\([^)\n]*\))?[ \t]+type)[ \t\r\n]++(?:r#)?(\w+)"
 )
 """Rust items by name; `type` only with a visibility (an impl's associated `type Err` is
-not an item another file can name)."""
-_RUST_STAR = re.compile(rb"\n[ \t]*(?:pub(?:\([^)\n]*\))?[ \t]+)?use[ \t]+([\w:]+)::\*[ \t]*;")
+not an item another file can name). The blanks before the name are possessive, as
+`_PY_LINE`'s indent is (what follows them is never a blank)."""
+_RUST_STAR = re.compile(rb"\n[ \t]*+(?:pub(?:\([^)\n]*\))?[ \t]+)?use[ \t]+([\w:]+)::\*[ \t]*;")
 """A `use …::*;` line, matched after a newline as `_PY_LINE` is."""
 _JS_DEFINES = re.compile(
     rb"\b(?:function\*?|class|interface|enum|type)[ \t]+([A-Za-z_$][\w$]*)"
@@ -116,6 +118,11 @@ class _KeyIndex:
         return sorted(found)
 
 
+def _words_of(data: bytes) -> frozenset[bytes]:
+    """The words (`\\w+`) in `data`."""
+    return frozenset(data.translate(_NON_WORD).split())
+
+
 def _module_in(root: str, path: str) -> list[str] | None:
     return module_of_path(path, root)
 
@@ -132,6 +139,8 @@ class Layout:
         self._stars: dict[str, list[str]] = {}
         self._last_words: tuple[str, frozenset[bytes]] = ("", frozenset())
         self._rust_keys: dict[tuple[str, bool], _KeyIndex] = {}
+        self._modules: dict[str, str] = {}
+        self._lookups: dict[tuple[str, str | None], str | None] = {}
         self._python_index()
         self._rust_index()
         self._java_index()
@@ -156,18 +165,31 @@ class Layout:
         self.py_reexports = python_reexports(inits, self.python_module, self._python_absolute)
 
     def python_module(self, path: str) -> str:
-        root = self.py_root.get(path, "")
-        return module_name(path[len(root) + 1 :] if root else path)
+        module = self._modules.get(path)
+        if module is None:
+            root = self.py_root.get(path, "")
+            module = module_name(path[len(root) + 1 :] if root else path)
+            self._modules[path] = module
+        return module
 
     def _python_lookup(self, module: str, importer: str) -> str | None:
+        """The file of `module` seen from `importer` (kept by module and the importer's
+        source root, all the answer depends on: the stdlib asks ~160,000 times)."""
+        root = self.py_root.get(importer)
+        key = (module, root)
+        if key in self._lookups:
+            return self._lookups[key]
         found = self.py_modules.get(module, [])
-        own = [p for p in found if self.py_root.get(p) == self.py_root.get(importer)]
+        own = [p for p in found if self.py_root.get(p) == root]
+        result = None
         for candidates in (own, found):
             # A module beside its stub (x.py and x.pyi) is the module, not the stub.
             runtime = [p for p in candidates if not p.endswith(".pyi")] or candidates
             if len(runtime) == 1:
-                return runtime[0]
-        return None
+                result = runtime[0]
+                break
+        self._lookups[key] = result
+        return result
 
     def _python_absolute(self, written: str, importer: str) -> str | None:
         level = len(written) - len(written.lstrip("."))
@@ -282,7 +304,7 @@ class Layout:
     def _words(self, path: str) -> frozenset[bytes]:
         """The words `path` writes; the last file's are kept (a child's table asks twice)."""
         if self._last_words[0] != path:
-            self._last_words = (path, frozenset(self.files[path].translate(_NON_WORD).split()))
+            self._last_words = (path, _words_of(self.files[path]))
         return self._last_words[1]
 
     def _rust_table(self, path: str) -> dict[str, str]:
@@ -485,15 +507,18 @@ class Layout:
         # The names this file writes, and those its table's re-exports lead through
         # (`crate::bits::varsize::VarBitSet` for a file that writes only `VarBitSet`).
         written = self._words(path)
-        through = frozenset(_WORD.findall(" ".join(f"{k} {v}" for k, v in table.items()).encode()))
+        through = _words_of(" ".join(f"{k} {v}" for k, v in table.items()).encode())
         for _ in range(STAR_HOPS + 1):
             following: list[str] = []
             for target in pending:
                 if "#" + target in out:
                     continue
                 defined = self.defined_names(target)
-                names = sorted(n.decode() for n in (defined & written) | (defined & through))
-                out["#" + target] = " ".join(names)
+                # The names are ASCII (`\w` in a bytes pattern): sorted as bytes or as text
+                # alike.
+                out["#" + target] = b" ".join(
+                    sorted((defined & written) | (defined & through))
+                ).decode()
                 stars = self.star_sources(target)
                 if stars:
                     out["*" + target] = " ".join(stars)
