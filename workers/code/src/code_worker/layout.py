@@ -66,6 +66,19 @@ _RUST_DEFINES = re.compile(
 """Rust items by name; `type` only with a visibility (an impl's associated `type Err` is
 not an item another file can name). The blanks before the name are possessive, as
 `_PY_LINE`'s indent is (what follows them is never a blank)."""
+_RUST_KEYWORDS = frozenset({b"fn", b"struct", b"enum", b"trait", b"union", b"mod", b"pub"})
+_RUST_ITEMS = tuple(
+    re.compile(keyword + rb"(?<!\w" + keyword + rb")[ \t\r\n]++(?:r#)?(\w+)")
+    for keyword in (b"fn", b"struct", b"enum", b"trait", b"union", b"mod")
+)
+_RUST_PUB_TYPE = re.compile(rb"pub(?<!\wpub)(?:\(([^)\n]*)\))?[ \t]+type[ \t\r\n]++(?:r#)?(\w+)")
+"""`_RUST_DEFINES` one keyword at a time (the visibility of a `type` kept): led by a literal,
+a scan jumps from one occurrence of its keyword to the next instead of trying the
+alternation at every byte (about twice as fast over a crate). The `\\b` before the keyword
+is the lookbehind after it. Their matches are `_RUST_DEFINES`'s unless one starts inside
+another (`struct fn fn x` is `struct fn` to the one scan, which then goes on after it),
+and it can only start at the other's name or in a visibility's parentheses: when a name
+or those hold a keyword, `_rust_defines` takes the one scan."""
 _RUST_STAR = re.compile(rb"\n[ \t]*+(?:pub(?:\([^)\n]*\))?[ \t]+)?use[ \t]+([\w:]+)::\*[ \t]*;")
 """A `use …::*;` line, matched after a newline as `_PY_LINE` is."""
 _JS_DEFINES = re.compile(
@@ -109,18 +122,36 @@ class _KeyIndex:
             else:
                 self._always.append(key)
 
-    def named(self, words: frozenset[bytes]) -> list[str]:
-        """The keys all of whose segments are in `words`, sorted."""
+    def named(self, words: frozenset[bytes], extra: frozenset[bytes]) -> list[str]:
+        """The keys all of whose segments are in `words` or `extra`, sorted (`extra` apart:
+        the file's words are not copied to add a few)."""
         found = list(self._always)
         by_last = self._by_last
-        for word in words & by_last.keys():
-            found.extend(k for k, rest in by_last[word] if all(s in words for s in rest))
+        for word in (words & by_last.keys()) | (extra & by_last.keys()):
+            found.extend(
+                k for k, rest in by_last[word] if all(s in words or s in extra for s in rest)
+            )
         return sorted(found)
 
 
 def _words_of(data: bytes) -> frozenset[bytes]:
     """The words (`\\w+`) in `data`."""
     return frozenset(data.translate(_NON_WORD).split())
+
+
+def _rust_defines(data: bytes) -> frozenset[bytes]:
+    """The names `_RUST_DEFINES` finds in `data`, by the faster keyword scans."""
+    names = {name for pattern in _RUST_ITEMS for name in pattern.findall(data)}
+    scoped = False
+    for scope, name in _RUST_PUB_TYPE.findall(data):
+        names.add(name)
+        if scope and not _words_of(scope).isdisjoint(_RUST_KEYWORDS):
+            scoped = True
+    if not scoped and names.isdisjoint(_RUST_KEYWORDS):
+        return frozenset(names)
+    # A keyword as a name: a match may start inside another (`struct fn fn x` is
+    # `struct fn`, then `fn x`), which only the one scan, left to right, tells apart.
+    return frozenset(_RUST_DEFINES.findall(data))
 
 
 def _module_in(root: str, path: str) -> list[str] | None:
@@ -284,22 +315,31 @@ class Layout:
         self.crate_of: dict[str, str] = {}
         self.crate_modules: dict[str, dict[str, str]] = defaultdict(dict)
         for path in sorted(p for p, lang in self.languages.items() if lang == "rust"):
-            best = max(
-                (f for f in self.crates if path.startswith(f + "/") or not f), key=len, default=None
-            )
-            if best is None:
+            crate = self._crate_root_of(path)
+            if crate is None:
                 continue
-            root = self.crates[best]
-            module = module_of_path(path, root)
+            module = module_of_path(path, crate)
             if module is None:
                 continue
-            self.crate_of[path] = root
+            self.crate_of[path] = crate
             key = "::".join(["crate", *module])
-            self.crate_modules[root].setdefault(key, path)
+            self.crate_modules[crate].setdefault(key, path)
+        members: dict[str, dict[str, bytes]] = defaultdict(dict)
+        for path, crate in self.crate_of.items():
+            members[crate][path] = self.files[path]
         self.crate_reexports: dict[str, dict[str, str]] = {}
         for root in self.crate_modules:
-            members = {p: self.files[p] for p, r in self.crate_of.items() if r == root}
-            self.crate_reexports[root] = rust_reexports(members, partial(_module_in, root))
+            self.crate_reexports[root] = rust_reexports(members[root], partial(_module_in, root))
+
+    def _crate_root_of(self, path: str) -> str | None:
+        """The root of the crate whose folder is the deepest holding `path`: its folders
+        looked up from the file's own up (not every crate tested against every file)."""
+        folder = path
+        while folder:
+            folder = folder.rpartition("/")[0]
+            if folder in self.crates:
+                return self.crates[folder]
+        return None
 
     def _words(self, path: str) -> frozenset[bytes]:
         """The words `path` writes; the last file's are kept (a child's table asks twice)."""
@@ -316,12 +356,13 @@ class Layout:
             return {}
         # `super::x` and `self::x` name the file's own module without writing it.
         own = module_of_path(path, root) or []
-        words = self._words(path) | {segment.encode() for segment in own}
+        words = self._words(path)
+        extra = frozenset(segment.encode() for segment in own)
         modules = self.crate_modules[root]
         table = {"@crate": root}
-        table.update((k, modules[k]) for k in self._rust_named(root, False, words))
+        table.update((k, modules[k]) for k in self._rust_named(root, False, words, extra))
         reexports = self.crate_reexports.get(root, {})
-        pending = self._rust_named(root, True, words)
+        pending = self._rust_named(root, True, words, extra)
         for _ in range(HOPS):  # what a kept re-export leads to: its modules, its chain
             following = []
             for key in pending:
@@ -336,15 +377,17 @@ class Layout:
             pending = following
         return dict(sorted(table.items())[:MAX_TABLE])
 
-    def _rust_named(self, root: str, reexported: bool, words: frozenset[bytes]) -> list[str]:
-        """The crate's module keys (or re-export keys) every segment of which is in `words`,
-        sorted."""
+    def _rust_named(
+        self, root: str, reexported: bool, words: frozenset[bytes], extra: frozenset[bytes]
+    ) -> list[str]:
+        """The crate's module keys (or re-export keys) every segment of which is in `words`
+        or `extra`, sorted."""
         index = self._rust_keys.get((root, reexported))
         if index is None:
             keys = self.crate_reexports.get(root, {}) if reexported else self.crate_modules[root]
             index = _KeyIndex(k for k in keys if reexported or k != "crate")
             self._rust_keys[(root, reexported)] = index
-        return index.named(words)
+        return index.named(words, extra)
 
     # -- javascript / typescript -----------------------------------------------------------
 
@@ -429,7 +472,7 @@ class Layout:
             else:
                 data = self.files[path]
                 if language == "rust":
-                    cached = frozenset(_RUST_DEFINES.findall(data))
+                    cached = _rust_defines(data)
                 elif language in ("javascript", "typescript", "tsx"):
                     cached = frozenset(a or b for a, b in _JS_DEFINES.findall(data))
                 else:
@@ -507,7 +550,7 @@ class Layout:
         # The names this file writes, and those its table's re-exports lead through
         # (`crate::bits::varsize::VarBitSet` for a file that writes only `VarBitSet`).
         written = self._words(path)
-        through = _words_of(" ".join(f"{k} {v}" for k, v in table.items()).encode())
+        through = _words_of(f"{' '.join(table)} {' '.join(table.values())}".encode())
         for _ in range(STAR_HOPS + 1):
             following: list[str] = []
             for target in pending:
