@@ -16,8 +16,10 @@ from collections.abc import Callable, Iterator
 
 __all__ = ["python_reexports", "rust_absolute", "rust_reexports", "split_use_tree"]
 
-_RUST_PUB_USE = re.compile(rb"^[ \t]*pub(?:\([^)\n]*\))?[ \t]+use[ \t]+([^;]+);", re.M)
-_PY_FROM = re.compile(rb"^from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]*)", re.M)
+_RUST_PUB_USE = re.compile(rb"\n[ \t]*+pub(?:\([^)\n]*\))?[ \t]+use[ \t]+([^;]+);")
+_PY_FROM = re.compile(rb"\nfrom[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]*)")
+"""Matched after a newline (the file with one put first), as layout.py's `_PY_LINE` is:
+a literal newline leads the scan to line starts, where a MULTILINE `^` tries every byte."""
 HOPS = 4
 
 
@@ -57,7 +59,7 @@ def rust_reexports(
         own = module_of(path)
         if own is None:
             continue
-        for match in _RUST_PUB_USE.finditer(files[path]):
+        for match in _RUST_PUB_USE.finditer(b"\n" + files[path]):
             tree = match.group(1).decode("utf-8", "replace")
             for segments, local in split_use_tree(tree):
                 full = rust_absolute(segments, own)
@@ -90,7 +92,7 @@ def python_reexports(
     out: dict[str, tuple[str, str]] = {}
     for path in sorted(init_files):
         package = module_of(path)
-        for match in _PY_FROM.finditer(init_files[path]):
+        for match in _PY_FROM.finditer(b"\n" + init_files[path]):
             source = absolute(match.group(1).decode("ascii", "replace"), path)
             if source is None:
                 continue
