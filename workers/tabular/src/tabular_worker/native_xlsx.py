@@ -31,6 +31,8 @@ from xml.etree import ElementTree
 import polars as pl
 import telha_xlsx
 
+from .opc import DAMAGED_ZIP
+
 __all__ = ["NativeSheets", "Scanned", "frame", "native_sheets"]
 
 log = logging.getLogger(__name__)
@@ -124,7 +126,16 @@ def native_sheets(
                 return None
             styles = _style_classes(archive, parts)
             shared = _SHARED if _SHARED in parts else None
-    except (zipfile.BadZipFile, OSError, ElementTree.ParseError, KeyError, ValueError):
+    except (
+        *DAMAGED_ZIP,
+        NotImplementedError,
+        OSError,
+        ElementTree.ParseError,
+        KeyError,
+        ValueError,
+    ):
+        # A damaged part (or one in a compression method zipfile lacks): the bomb guard,
+        # which inflates every member, gives the typed verdict (`checked()`).
         return None
     if styles is None or (shared is None and _other_spelling(parts, _SHARED)):
         return None

@@ -17,11 +17,18 @@ from __future__ import annotations
 import posixpath
 import re
 import zipfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from xml.etree import ElementTree
 
-__all__ = ["WorkbookPart", "canonical_copy", "locate_workbook", "uses_1904_dates"]
+__all__ = ["DAMAGED_ZIP", "WorkbookPart", "canonical_copy", "locate_workbook", "uses_1904_dates"]
+
+DAMAGED_ZIP = (zipfile.BadZipFile, zlib.error, EOFError, UnicodeDecodeError)
+"""What zipfile raises reading a damaged archive: a local header that is not one (bad
+magic, a name differing from the directory's), a bad CRC-32, a deflate stream zlib
+refuses, a stream ending early, a member name flagged UTF-8 that is not. The file's
+fault, not the reader's."""
 
 _OFFICE_DOCUMENT = "/officedocument"
 _MAX_RELS_BYTES = 1 << 20
