@@ -64,23 +64,6 @@ def first_pages(data: bytes, pages: int) -> bytes:
         source.close()
 
 
-def scan(data: bytes, dpi: int) -> bytes:
-    import pypdfium2 as pdfium
-
-    document = pdfium.PdfDocument(data)
-    images = []
-    try:
-        for index in range(len(document)):
-            page = document[index]
-            images.append(page.render(scale=dpi / 72, grayscale=True).to_pil())
-            page.close()
-    finally:
-        document.close()
-    out = io.BytesIO()
-    images[0].save(out, "PDF", resolution=dpi, save_all=True, append_images=images[1:])
-    return out.getvalue()
-
-
 def project(data: bytes, options: dict[str, Any]) -> dict[str, Any]:
     from docling_worker import handle
     from workers_common.conformance import run_handler
@@ -144,6 +127,10 @@ def main() -> int:
     parser.add_argument("--ocr-dpi", type=int, default=300, help="the worker's ocr_dpi")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT / "workers" / "docling" / "src"))
+    # The test corpus's scan: the same printout-and-scanner the OCR tests read.
+    sys.path.insert(0, str(ROOT / "workers" / "docling" / "tests"))
+    import docling_corpus as corpus
+
     files = pdfs()
     if not files:
         print("no PDF under /usr/share/doc", file=sys.stderr)
@@ -155,7 +142,7 @@ def main() -> int:
     print(f"{'file':<34} {'pages':>5} {'s/page':>7} {'words':>6} {'found':>6} {'conf':>5}")
     for path in files:
         born = first_pages(read(path), args.pages)
-        scanned = scan(born, args.scan_dpi)
+        scanned = corpus.scanned_text_pdf(born, args.scan_dpi)
         text = project(born, {})["canonicalText"]
         options = {"ocr_dpi": args.ocr_dpi}
         start = time.perf_counter()
