@@ -22,7 +22,7 @@ from PIL import Image, ImageOps, UnidentifiedImageError
 from workers_common import InvalidInput, TooLarge, Unsupported
 
 from .model import Converted, SourceMeta
-from .ocr import OcrOptions, check_language, ocr_options, parse_hocr, recognize, tesseract
+from .ocr import OcrOptions, check_language, ocr_options, read_page, tesseract
 from .pdf_document import lay_out
 from .pdf_ocr import NO_TESSERACT, pgm
 from .pdf_page import PageContent
@@ -102,16 +102,21 @@ def convert_image(data: bytes, options: Mapping[str, Any]) -> Converted:
     points = 72 / dpi if dpi is not None else 1.0
     page_width, page_height = width * points, height * points
     stats = {"pages_ocr": 0}
-    hocr = recognize(binary, image, lang=ocr.lang, dpi=dpi, timeout=ocr.page_timeout)
+    text = read_page(
+        binary,
+        image,
+        ocr,
+        dpi=dpi,
+        page=1,
+        scale=(points, points),
+        height=page_height,
+        stats=stats,
+    )
     lines: tuple[Any, ...] = ()
     confidences: dict[tuple[int, int], tuple[int, int]] = {}
-    if hocr is None:
-        stats["pages_ocr_skipped"] = 1
-    else:
-        text = parse_hocr(hocr, page=1, scale=(points, points), height=page_height)
+    if text is not None:
         lines = text.lines
         confidences = {(1, order): conf for order, conf in text.confidence.items()}
-        stats["pages_ocr"] = 1
     page = PageContent(1, page_width, page_height, lines, (), 0.0, ())
     stats["pages_without_text"] = 0 if lines else 1
     return lay_out([page], SourceMeta(page_count=1), stats, confidences)

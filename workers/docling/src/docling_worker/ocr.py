@@ -22,7 +22,7 @@ import re
 import shutil
 import subprocess
 import xml.etree.ElementTree as ET
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +37,7 @@ __all__ = [
     "check_language",
     "ocr_options",
     "parse_hocr",
+    "read_page",
     "recognize",
     "tesseract",
 ]
@@ -220,3 +221,24 @@ def recognize(
         tail = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or ["no output"]
         raise InvalidInput(f"tesseract cannot read the image: {tail[0]}")
     return done.stdout
+
+
+def read_page(
+    binary: str,
+    image: bytes,
+    options: OcrOptions,
+    *,
+    dpi: int | None,
+    page: int,
+    scale: tuple[float, float],
+    height: float,
+    stats: MutableMapping[str, int],
+) -> OcrText | None:
+    """One page image OCR'd into lines (parse_hocr's `page`, `scale`, `height`), counted
+    in `stats`: `pages_ocr`, or `pages_ocr_skipped` (None) past `ocr_page_timeout`."""
+    hocr = recognize(binary, image, lang=options.lang, dpi=dpi, timeout=options.page_timeout)
+    if hocr is None:
+        stats["pages_ocr_skipped"] = stats.get("pages_ocr_skipped", 0) + 1
+        return None
+    stats["pages_ocr"] = stats.get("pages_ocr", 0) + 1
+    return parse_hocr(hocr, page=page, scale=scale, height=height)

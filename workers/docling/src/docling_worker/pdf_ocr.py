@@ -19,7 +19,7 @@ import pypdfium2 as pdfium
 
 from workers_common import TooLarge, Unsupported
 
-from .ocr import OcrOptions, check_language, parse_hocr, recognize, tesseract
+from .ocr import OcrOptions, check_language, read_page, tesseract
 from .pdf_page import PageContent
 
 __all__ = ["Confidences", "ocr_pdf_pages", "pgm"]
@@ -95,17 +95,20 @@ def ocr_pdf_pages(
             image, width, height = _render(
                 document, page.number, options.dpi, options.max_image_pixels
             )
-            dpi = max(1, round(width * 72 / max(1.0, page.width)))
-            timeout = options.page_timeout
-            hocr = recognize(binary, image, lang=options.lang, dpi=dpi, timeout=timeout)
-            if hocr is None:
-                stats["pages_ocr_skipped"] = stats.get("pages_ocr_skipped", 0) + 1
+            text = read_page(
+                binary,
+                image,
+                options,
+                dpi=max(1, round(width * 72 / max(1.0, page.width))),
+                page=page.number,
+                scale=(page.width / width, page.height / height),
+                height=page.height,
+                stats=stats,
+            )
+            if text is None or not text.lines:
+                # Over the page timeout, or nothing read: the page keeps what it had (its
+                # images as figures).
                 continue
-            scale = (page.width / width, page.height / height)
-            text = parse_hocr(hocr, page=page.number, scale=scale, height=page.height)
-            stats["pages_ocr"] += 1
-            if not text.lines:
-                continue  # nothing read: the page keeps what it had (its images as figures)
             pages[page.number - 1] = dataclasses.replace(
                 page, lines=text.lines, images=(), image_area=0.0
             )
