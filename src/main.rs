@@ -34,7 +34,9 @@ fn no_huge_pages() {
 
 fn main() -> ExitCode {
     let cli = telha::cli::Cli::parse();
-    if !matches!(cli.command, telha::cli::Command::Serve | telha::cli::Command::Run(_)) {
+    // `serve` and `run` hold the core; the other commands are its clients.
+    let core = matches!(cli.command, telha::cli::Command::Serve | telha::cli::Command::Run(_));
+    if !core {
         // A client command whose reader went away (`telha status | head -1`) ends quietly,
         // as other command-line tools do, instead of panicking on the broken pipe. The
         // server keeps Rust's default (ignored: a write to a closed socket is an error).
@@ -50,7 +52,7 @@ fn main() -> ExitCode {
     } else {
         fmt.with_ansi(std::io::stderr().is_terminal()).init();
     }
-    if matches!(cli.command, telha::cli::Command::Serve | telha::cli::Command::Run(_)) {
+    if core {
         no_huge_pages();
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
