@@ -42,6 +42,9 @@ pub enum StoreError {
     BatchAborted(String),
     #[error("the store writer dropped the change (see the log)")]
     WriterGone,
+    /// A change panicked (a bug met by some input): it was not applied, nor was its batch.
+    #[error("internal error while storing (nothing of it was kept): {0}")]
+    Panicked(String),
     #[error("the store is closed")]
     Closed,
     #[error("the data dir was written by a newer telha (store layout {found}; this binary knows up to {known}): run that version, or use another data_dir")]

@@ -2,6 +2,13 @@
 //! It takes the first waiting change, then every change that queued up meanwhile
 //! (up to `max_batch`), applies them in one transaction and commits once, durably.
 //! Under load, many changes share each fsync; when idle, a lone change commits at once.
+//!
+//! A change that panics (a bug of ours, met by some input) fails alone: its caller gets
+//! [`StoreError::Panicked`], the batch it was in is aborted (the others hear why and
+//! may try again), and the writer goes on. Should the writer itself die (a panic
+//! inside redb's commit), the process exits at once rather than serve on without a
+//! store: every later change would wait forever.
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
 use redb::{Database, Durability, WriteTransaction};
@@ -46,7 +53,7 @@ where
     T: Send + 'static,
     F: FnOnce(&mut Tx<'_>) -> Result<T, StoreError> + Send + 'static,
 {
-    Op::Change(Box::new(move |tx| match f(tx) {
+    Op::Change(Box::new(move |tx| match catch_unwind(AssertUnwindSafe(|| f(tx))).unwrap_or_else(|panic| Err(StoreError::Panicked(panic_message(panic.as_ref())))) {
         Ok(value) => (
             None,
             Box::new(move |commit: Result<(), String>| {
@@ -62,13 +69,29 @@ where
     }))
 }
 
+/// What a caught panic said (`panic!` with a literal or a formatted message), or a
+/// placeholder.
+pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic.downcast_ref::<&str>().map(|s| (*s).to_string()).or_else(|| panic.downcast_ref::<String>().cloned()).unwrap_or_else(|| "a panic without a message".into())
+}
+
+/// Exit status of a process whose store writer died: EX_SOFTWARE (sysexits.h), an
+/// internal error; a supervisor (systemd's Restart=on-failure) starts it again, and the
+/// store recovers its last commit.
+const WRITER_DIED: i32 = 70;
+
 /// Starts the writer thread; returns its inbox and its handle (joined at close). The
 /// thread owns a handle to the database until it stops.
 pub(super) fn spawn(db: Arc<Database>, max_batch: usize, merge_rows: u64, changes: broadcast::Sender<u64>, observer: Arc<std::sync::OnceLock<CommitObserver>>) -> Result<(mpsc::Sender<Op>, std::thread::JoinHandle<()>), StoreError> {
     let (tx, rx) = mpsc::channel::<Op>(max_batch.max(64) * 2);
     let thread = std::thread::Builder::new()
         .name("telha-store-writer".into())
-        .spawn(move || run(db, rx, max_batch, merge_rows, &changes, &observer))?;
+        .spawn(move || {
+            if let Err(panic) = catch_unwind(AssertUnwindSafe(|| run(db, rx, max_batch, merge_rows, &changes, &observer))) {
+                tracing::error!(panic = %panic_message(panic.as_ref()), "the store writer died; exiting (the store keeps its last commit)");
+                std::process::exit(WRITER_DIED);
+            }
+        })?;
     Ok((tx, thread))
 }
 
