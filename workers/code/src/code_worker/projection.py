@@ -18,7 +18,7 @@ from workers_common import SUBMISSION_CAPS, IngestionResultBuilder, NodeRef, Too
 
 from .ids import file_id, symbol_id
 from .languages import Spec
-from .languages.base import FileContext, body_start, one_line
+from .languages.base import FileContext, one_line
 from .languages.rust import module_of_path
 from .source import Source
 from .symbols import CLASS_LIKE, Definition, FileModel, analyze
@@ -41,8 +41,10 @@ class FileIdentity:
 
 def _signature(definition: Definition, source: bytes) -> str:
     node = definition.node
-    head = source[node.start_byte : body_start(node)].decode("utf-8", errors="replace")
-    if node.child_by_field_name("body") is None:
+    body = node.child_by_field_name("body")  # once: body_start() would look it up again
+    end = node.end_byte if body is None else body.start_byte
+    head = source[node.start_byte : end].decode("utf-8", errors="replace")
+    if body is None:
         head = head.split("\n", 1)[0]
     return one_line(head.rstrip().rstrip(":{").rstrip())
 

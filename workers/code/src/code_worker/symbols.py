@@ -193,7 +193,9 @@ def _collect(
 ) -> tuple[list[Definition], list[Node], list[tuple[Node, Node]]]:
     defs: dict[tuple[int, int], Definition] = {}
     imports: list[Node] = []
-    calls: list[tuple[Node, Node]] = []
+    # Calls come with their sort key (start, end, arrival) so the sort compares ints only,
+    # in the order a stable sort on (start, end) gives.
+    placed: list[tuple[int, int, int, Node, Node]] = []
     kinds, texts = _pattern_kinds(spec), _pattern_texts(spec)
     for pattern, captures in QueryCursor(_query(spec)).matches(tree.root_node):
         if texts[pattern] and not _texts_hold(texts[pattern], captures, source):
@@ -204,7 +206,8 @@ def _collect(
             continue
         if kind == "call":
             call = captures["call"][0]
-            calls.append((call, captures["callee"][0] if "callee" in captures else call))
+            callee = captures["callee"][0] if "callee" in captures else call
+            placed.append((call.start_byte, call.end_byte, len(placed), call, callee))
             continue
         name_node = captures["name"][0]
         for capture, nodes in captures.items():
@@ -221,8 +224,8 @@ def _collect(
                 )
     ordered = [defs[key] for key in sorted(defs)]
     imports.sort(key=lambda n: n.start_byte)
-    calls.sort(key=lambda pair: (pair[0].start_byte, pair[0].end_byte))
-    return ordered, imports, calls
+    placed.sort()
+    return ordered, imports, [(call, callee) for _, _, _, call, callee in placed]
 
 
 def _nest(spec: Spec, ordered: list[Definition], source: bytes) -> None:
@@ -441,13 +444,27 @@ def analyze(spec: Spec, ctx: FileContext) -> FileModel:
     resolver = _Resolver(spec, ctx, ordered, imports)
     model = FileModel([d for d in ordered if d.label is not None], imports, [])
     model.parse_errors = _count_errors(tree)
+    # A callee written again in the same scope (`self.assertEqual` in one test) resolves
+    # the same way: resolved once, with what it added to `resolver.undefined`.
+    memo: dict[tuple[object, ...], tuple[Definition | Target | bool | None, int]] = {}
     for call_node, callee_node, around in _sweep(ordered, call_nodes):
         model.counts["calls"] += 1
         caller = around
         while caller is not None and caller.label is None:
             caller = caller.parent
         form = spec.callee(call_node, callee_node, ctx)
-        found = None if form is None else resolver.resolve(form, around)
+        if form is None:
+            found = None
+        else:
+            key = (form.kind, form.name, form.receiver, id(around))
+            hit = memo.get(key)
+            if hit is None:
+                undefined = resolver.undefined
+                found = resolver.resolve(form, around)
+                memo[key] = (found, resolver.undefined - undefined)
+            else:
+                found = hit[0]
+                resolver.undefined += hit[1]
         if isinstance(found, Definition):
             model.calls.append(CallEdge(caller, found, None))
             model.counts["calls_local"] += 1

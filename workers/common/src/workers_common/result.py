@@ -236,7 +236,13 @@ def _node_id(value: object, what: str, *, given: bool) -> str:
     return text
 
 
+_KNOWN_SPAN_KINDS: set[str] = set()
+"""Span kinds already checked: a worker passes the same few for every span."""
+
+
 def _span_kind(value: object) -> str:
+    if type(value) is str and value in _KNOWN_SPAN_KINDS:
+        return value
     kind = _text(value, "span kind")
     if len(kind.encode("utf-8", "surrogatepass")) > wire_rules.MAX_IDENTIFIER_BYTES or (
         _CONTROL.search(kind)
@@ -245,6 +251,8 @@ def _span_kind(value: object) -> str:
             f"span kind must be at most {wire_rules.MAX_IDENTIFIER_BYTES} bytes"
             " without control characters"
         )
+    if len(_KNOWN_SPAN_KINDS) < 4096:  # bounded, as _KNOWN_IDENTIFIERS
+        _KNOWN_SPAN_KINDS.add(kind)
     return kind
 
 

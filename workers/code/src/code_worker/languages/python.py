@@ -136,11 +136,15 @@ def callee(_call: Node, node: Node, ctx: FileContext) -> CallForm | None:
 
 
 def _docstring(node: Node, source: bytes) -> str | None:
+    # named_child(0), not named_children[0]: the list would make a node for every
+    # statement of the body (a class's: every method), only to read the first.
     body = node.child_by_field_name("body")
-    first = body.named_children[0] if body is not None and body.named_children else None
-    if first is None or first.type != "expression_statement" or not first.named_children:
+    if body is None or not body.named_child_count:
         return None
-    string = first.named_children[0]
+    first = body.named_child(0)
+    if first.type != "expression_statement" or not first.named_child_count:
+        return None
+    string = first.named_child(0)
     if string.type != "string":
         return None
     content = [node_text(c, source) for c in string.named_children if c.type == "string_content"]
