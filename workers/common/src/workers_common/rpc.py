@@ -9,8 +9,9 @@ re-sent `seq` as idempotent, so a retry can never apply a submission twice.
 from __future__ import annotations
 
 import logging
+import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, NamedTuple, Protocol
 
 import grpc
@@ -104,7 +105,56 @@ class CoreClient:
 
     def submit(self, result: telha_pb2.IngestionResult) -> Submitted:
         """Delivers one submission, retrying connection failures; raises SubmitError."""
-        for attempt in range(1, self._submit_attempts + 1):
+        return self._submit_from(result, 1)
+
+    def submit_async(
+        self, result: telha_pb2.IngestionResult, done: Callable[[Callable[[], Submitted]], None]
+    ) -> None:
+        """Starts delivering one submission and returns at once; `done` is called once with
+        what gives the answer (or raises SubmitError), as `submit` would: on gRPC's own
+        thread when the core answers (no thread of ours waits in between), or on a thread
+        of its own when the delivery must be retried (the retries wait)."""
+        call = self._stub.SubmitIngestionResult.future(
+            result, metadata=self._metadata, timeout=self._timeout
+        )
+
+        def answered(call: Any) -> None:
+            try:
+                response: telha_pb2.SubmitResponse = call.result()
+            except grpc.RpcError as err:
+                code, _ = status_of(err)
+                if code not in _RETRYABLE or self._submit_attempts <= 1:
+                    failure = SubmitError(f"SubmitIngestionResult failed: {_describe(err)}")
+                    failure.__cause__ = err
+
+                    def refused() -> Submitted:
+                        raise failure
+
+                    done(refused)
+                    return
+                log.warning(
+                    "job %s: submission attempt 1 failed (%s), retrying",
+                    result.job_id,
+                    _describe(err),
+                )
+                threading.Thread(
+                    target=lambda: done(lambda: self._submit_from(result, 2, self._retry_delay)),
+                    name="telha-resubmit",
+                    daemon=True,
+                ).start()
+                return
+            submitted = Submitted(response.accepted, list(response.node_ids), response.reason)
+            done(lambda: submitted)
+
+        call.add_done_callback(answered)
+
+    def _submit_from(
+        self, result: telha_pb2.IngestionResult, first: int, delay: float = 0.0
+    ) -> Submitted:
+        """Attempts `first` to the last of a submission, after `delay` seconds."""
+        if delay:
+            time.sleep(delay)
+        for attempt in range(first, self._submit_attempts + 1):
             try:
                 response: telha_pb2.SubmitResponse = self._stub.SubmitIngestionResult(
                     result, metadata=self._metadata, timeout=self._timeout
