@@ -120,33 +120,40 @@ class CoreClient:
 
         def answered(call: Any) -> None:
             try:
-                response: telha_pb2.SubmitResponse = call.result()
-            except grpc.RpcError as err:
-                code, _ = status_of(err)
-                if code not in _RETRYABLE or self._submit_attempts <= 1:
-                    failure = SubmitError(f"SubmitIngestionResult failed: {_describe(err)}")
-                    failure.__cause__ = err
-
-                    def refused() -> Submitted:
-                        raise failure
-
-                    done(refused)
-                    return
-                log.warning(
-                    "job %s: submission attempt 1 failed (%s), retrying",
-                    result.job_id,
-                    _describe(err),
-                )
+                answer = self._answer(call, result)
+            except BaseException as err:  # never lost on gRPC's thread: `done` gets it
+                answer = _raiser(err)
+            if answer is not None:
+                done(answer)
+            else:
                 threading.Thread(
                     target=lambda: done(lambda: self._submit_from(result, 2, self._retry_delay)),
                     name="telha-resubmit",
                     daemon=True,
                 ).start()
-                return
-            submitted = Submitted(response.accepted, list(response.node_ids), response.reason)
-            done(lambda: submitted)
 
         call.add_done_callback(answered)
+
+    def _answer(
+        self, call: Any, result: telha_pb2.IngestionResult
+    ) -> Callable[[], Submitted] | None:
+        """What gives a finished call's answer, or None when it is to be retried."""
+        try:
+            response: telha_pb2.SubmitResponse = call.result()
+        except grpc.RpcError as err:
+            code, _ = status_of(err)
+            if code not in _RETRYABLE or self._submit_attempts <= 1:
+                failure = SubmitError(f"SubmitIngestionResult failed: {_describe(err)}")
+                failure.__cause__ = err
+                return _raiser(failure)
+            log.warning(
+                "job %s: submission attempt 1 failed (%s), retrying",
+                result.job_id,
+                _describe(err),
+            )
+            return None
+        submitted = Submitted(response.accepted, list(response.node_ids), response.reason)
+        return lambda: submitted
 
     def _submit_from(
         self, result: telha_pb2.IngestionResult, first: int, delay: float = 0.0
@@ -209,6 +216,13 @@ def status_of(err: grpc.RpcError) -> tuple[grpc.StatusCode | None, str]:
     code = call.code() if callable(getattr(call, "code", None)) else None
     details = call.details() if callable(getattr(call, "details", None)) else None
     return code, details or str(err)
+
+
+def _raiser(err: BaseException) -> Callable[[], Submitted]:
+    def raise_it() -> Submitted:
+        raise err
+
+    return raise_it
 
 
 def _describe(err: grpc.RpcError) -> str:
