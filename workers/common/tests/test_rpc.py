@@ -105,3 +105,15 @@ def test_retries_run_out_as_submit_s_do(
     with pytest.raises(SubmitError, match="UNAVAILABLE"):
         answer()
     assert core.calls == 4  # submit_attempts
+
+
+def test_a_call_that_cannot_start_reaches_done_as_submit_error(
+    make_client: Callable[[ScriptedCore], CoreClient],
+) -> None:
+    client = make_client(FlakyCore(0, grpc.StatusCode.UNAVAILABLE))
+    client.close()
+    answers: list[Callable[[], Submitted]] = []
+    client.submit_async(telha_pb2.IngestionResult(job_id="j1"), answers.append)
+    assert len(answers) == 1
+    with pytest.raises(SubmitError, match="could not start"):
+        answers[0]()

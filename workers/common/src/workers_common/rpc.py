@@ -114,9 +114,15 @@ class CoreClient:
         what gives the answer (or raises SubmitError), as `submit` would: on gRPC's own
         thread when the core answers (no thread of ours waits in between), or on a thread
         of its own when the delivery must be retried (the retries wait)."""
-        call = self._stub.SubmitIngestionResult.future(
-            result, metadata=self._metadata, timeout=self._timeout
-        )
+        try:
+            call = self._stub.SubmitIngestionResult.future(
+                result, metadata=self._metadata, timeout=self._timeout
+            )
+        except Exception as err:  # not even started (a closed channel): a failed delivery
+            failure = SubmitError(f"SubmitIngestionResult could not start: {err}")
+            failure.__cause__ = err
+            done(_raiser(failure))
+            return
 
         def answered(call: Any) -> None:
             try:
