@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 import threading
 import time
 from collections.abc import Sequence
@@ -125,3 +126,25 @@ def test_a_deadline_in_the_past_or_absent_keeps_the_interval() -> None:
     in_flight.add("short", 1, deadline_us=int((time.time() + 0.6) * 1e6))
     assert Heartbeater(in_flight, lambda _l: set(), interval=60).interval() == 60
     assert Heartbeater(in_flight, lambda _l: set()).interval() < 1
+
+
+def test_only_a_lease_that_needs_a_sooner_beat_wakes_the_thread() -> None:
+    """Jobs of one core share a lease length: the thread is woken by the first, and not
+    again by each job that follows (a thread switch per job), unless a lease is shorter."""
+    in_flight = InFlight()
+    in_flight.plan(time.monotonic() + 60)
+    in_flight.add("unknown", 1)  # no deadline: nothing to beat sooner for
+    assert not in_flight.added.is_set()
+    in_flight.add("a", 1, deadline_us=int((time.time() + 30) * 1e6))  # a third: 10 s < 60 s
+    assert in_flight.added.is_set()
+    in_flight.added.clear()
+    in_flight.plan(time.monotonic() + 10)
+    in_flight.add("b", 1, deadline_us=int((time.time() + 30.5) * 1e6))
+    assert not in_flight.added.is_set()
+    in_flight.add("c", 1, deadline_us=int((time.time() + 3) * 1e6))
+    assert in_flight.added.is_set()
+    # While the thread works out its next beat, every lease wakes it.
+    in_flight.added.clear()
+    in_flight.plan(math.inf)
+    in_flight.add("d", 1, deadline_us=int((time.time() + 30) * 1e6))
+    assert in_flight.added.is_set()

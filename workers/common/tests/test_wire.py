@@ -3,6 +3,7 @@ checked walk, for valid and invalid data alike."""
 
 from __future__ import annotations
 
+import json
 from collections import OrderedDict
 from typing import Any
 
@@ -10,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from workers_common.wire import _checked_copy, json_value
+from workers_common.wire import _checked_copy, canonical_json, canonical_json_text, json_value
 
 _leaves = (
     st.none()
@@ -75,3 +76,51 @@ def test_errors_name_the_path(value: object, error: type[Exception], message: st
 def test_the_64_bit_extremes_are_kept() -> None:
     extremes = {"max": (1 << 64) - 1, "min": -(1 << 63), "zero": -0}
     assert json_value(extremes, "v") == extremes
+
+
+def _dumps_reference(value: object) -> str:
+    """The canonical encoding as json.dumps spells it: what canonical_json_text replaced."""
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
+
+
+def _encoded(fn: Any, value: object) -> tuple[str, Any]:
+    try:
+        return ("ok", fn(value))
+    except (TypeError, ValueError) as err:
+        return (type(err).__name__, str(err))
+
+
+_TRICKY = [
+    {"é": "ünïcødé ✓ 😀", "b": ["\u2028\u2029", "\x00\x1f\x7f", '"\\/'], "a": None},
+    {"floats": [0.1, 1e300, -0.0, 5e-324, 1.0, 123456789.123456789, 2.5e-7]},
+    {"ints": [2**63 - 1, -(2**63), 2**64 - 1, 10**40, True, False, 0]},
+    {"nested": {"z": {"y": [{"x": [[], {}, [{}]]}]}, "": ""}},
+    {"escapes": "tab\there\nnew\rcr\bback\fform"},
+    ("tuple", 1),
+    "a top-level string \U0001f600",
+    {"nan": float("nan")},
+    {"surrogate": "\udc80"},
+    {1: "int key", "1": "str key"},
+]
+
+
+@pytest.mark.parametrize("value", _TRICKY)
+def test_the_cached_encoder_writes_what_json_dumps_writes(value: object) -> None:
+    """The submission bytes are hashed by the core: the encoder built once must give the
+    bytes (and refusals) json.dumps gave, for unicode, floats, big ints, nesting, escapes."""
+    assert _encoded(canonical_json_text, value) == _encoded(_dumps_reference, value)
+    if isinstance(value, dict) and _encoded(_dumps_reference, value)[0] == "ok":
+        try:
+            expected = _dumps_reference(value).encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate: no UTF-8 form, refused alike
+            with pytest.raises(UnicodeEncodeError):
+                canonical_json(value)
+        else:
+            assert canonical_json(value) == expected
+
+
+@given(_values)
+def test_the_cached_encoder_agrees_with_json_dumps(value: object) -> None:
+    assert _encoded(canonical_json_text, value) == _encoded(_dumps_reference, value)

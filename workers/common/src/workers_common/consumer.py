@@ -14,8 +14,9 @@ refuses the token, OOM when a MemoryError reaches the top.
 With `TELHA_MAX_IN_FLIGHT=N` > 1 (the pool's `max_in_flight`) the worker prefetches: the
 stream may hold up to N leased jobs, read by its own thread, each lease registered for
 heartbeats the moment the job arrives (so it cannot run down in a buffer however long the
-job before it takes), and a single-shot job's result is delivered by a background thread
-while the next job already runs: the core's validate-and-commit overlaps the next jobs'
+job before it takes), and a single-shot job's result is sent without waiting for the
+core's answer (gRPC's own thread finishes the job when it comes) while the next job
+already runs: the core's validate-and-commit overlaps the next jobs'
 work instead of adding to it. At most N - 1 results are on their way at once (the job
 running holds the other lease). Jobs already received when the worker is asked to stop
 are run before it exits.
@@ -35,7 +36,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from types import FrameType
 from typing import TypeVar
 
@@ -44,7 +45,7 @@ import grpc
 from ._proto import telha_pb2
 from .backoff import Backoff
 from .config import ConfigError, WorkerConfig
-from .driver import Handler, Outcome, start
+from .driver import Handler, Outcome, SingleShot, start
 from .exits import EXIT_CONFIG, EXIT_OK, EXIT_OOM
 from .failures import Unsupported, WorkerFailure, describe_failure
 from .heartbeat import Heartbeater, InFlight, Lease
@@ -151,10 +152,9 @@ class WorkerConsumer:
         self._busy = False
         self._stream: JobStream | None = None
         self._prefetching = False
-        # Prefetching: the results on their way (oldest first), and the threads delivering.
+        # Prefetching: the results on their way (oldest first), each done when answered.
         self._tails: deque[Future[None]] = deque()
         self._running = _RunningFile(None)
-        self._deliverer: ThreadPoolExecutor | None = None
         self._pacing: _GilPacing | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -257,9 +257,6 @@ class WorkerConsumer:
                     self._stopping.wait(delay)
             return EXIT_OK
         finally:
-            if self._deliverer is not None:
-                self._deliverer.shutdown(wait=True)
-                self._deliverer = None
             heartbeater.stop()
             client.close()
             self._running.close()
@@ -342,18 +339,51 @@ class WorkerConsumer:
                 return
             # max_in_flight - 1 results on their way at most (the job running holds the
             # other lease): the oldest must be in before one more goes.
-            depth = config.max_in_flight - 1
-            self._settle_tails(depth - 1)
-            if self._deliverer is None:
-                self._deliverer = ThreadPoolExecutor(depth, thread_name_prefix="telha-deliver")
-            self._tails.append(
-                self._deliverer.submit(
-                    self._finish_job, client, config, payload, lease, deliver, started
-                )
-            )
+            self._settle_tails(config.max_in_flight - 2)
+            if not isinstance(deliver, SingleShot) or lease.lost.is_set():
+                # A stream (delivered already) or a lost lease: nothing is left to send.
+                self._finish_job(client, config, payload, lease, deliver, started)
+                return
+            self._tails.append(self._send(client, config, payload, lease, deliver, started))
         finally:
             with self._lock:
                 self._busy = False
+
+    def _send(
+        self,
+        client: CoreClient,
+        config: WorkerConfig,
+        payload: telha_pb2.JobPayload,
+        lease: Lease,
+        deliver: SingleShot,
+        started: float,
+    ) -> Future[None]:
+        """Starts a single-shot result on its way without a thread of ours waiting for the
+        core's answer (a hand-off to a delivery thread per job was a tenth of a tiny job's
+        CPU); the answer finishes the job where it arrives. The future is done then."""
+        tail: Future[None] = Future()
+
+        def answered(answer: Callable[[], Submitted]) -> None:
+            try:
+                self._finish_job(
+                    client, config, payload, lease, lambda: deliver.finish(answer()), started
+                )
+            except BaseException as err:  # a MemoryError: settled, it ends the process
+                tail.set_exception(err)
+            else:
+                tail.set_result(None)
+
+        client.submit_async(
+            telha_pb2.IngestionResult(
+                job_id=payload.job_id,
+                success=True,
+                result_json=deliver.data,
+                worker_id=config.worker_id,
+                attempt=payload.attempt,
+            ),
+            answered,
+        )
+        return tail
 
     def _settle_tails(self, limit: int) -> None:
         """Waits until at most `limit` results are on their way, oldest first (re-raising

@@ -41,7 +41,16 @@ from .result import IngestionResultBuilder
 from .rpc import Submitted
 from .wire import canonical_json
 
-__all__ = ["OVERSIZE_OPTION", "Handler", "HandlerResult", "Outcome", "Submit", "drive", "start"]
+__all__ = [
+    "OVERSIZE_OPTION",
+    "Handler",
+    "HandlerResult",
+    "Outcome",
+    "SingleShot",
+    "Submit",
+    "drive",
+    "start",
+]
 
 OVERSIZE_OPTION = "oversize"
 """Job option set by a parent on a child job it refused to inline: `{"bytes", "limit", "what"}`."""
@@ -90,14 +99,7 @@ def start(
     _refuse_oversize(job)
     result = handler(job)
     if isinstance(result, bytes | bytearray | memoryview):
-        data = bytes(result)
-
-        def deliver() -> Outcome:
-            if abandoned():
-                return Outcome.ABANDONED
-            return _finish(job, submit(data))
-
-        return deliver
+        return SingleShot(job, bytes(result), submit, abandoned)
     if isinstance(result, Generator):
         outcome = _drive_stream(result, job, submit, abandoned)
         return lambda: outcome
@@ -105,6 +107,30 @@ def start(
         f"handler for {job.format!r} returned {type(result).__name__}, "
         "expected bytes or a generator of submission dicts"
     )
+
+
+class SingleShot:
+    """What is left of a single-shot job: its one submission. Called, it delivers it
+    through `submit` (unless the lease was lost); a caller that delivers `data` itself
+    (without a thread waiting for the answer) hands the answer to `finish`."""
+
+    __slots__ = ("_abandoned", "_submit", "data", "job")
+
+    def __init__(
+        self, job: Job, data: bytes, submit: Submit, abandoned: Callable[[], bool]
+    ) -> None:
+        self.job = job
+        self.data = data
+        self._submit = submit
+        self._abandoned = abandoned
+
+    def __call__(self) -> Outcome:
+        if self._abandoned():
+            return Outcome.ABANDONED
+        return self.finish(self._submit(self.data))
+
+    def finish(self, submitted: Submitted) -> Outcome:
+        return _finish(self.job, submitted)
 
 
 def _refuse_oversize(job: Job) -> None:

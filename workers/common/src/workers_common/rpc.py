@@ -9,8 +9,9 @@ re-sent `seq` as idempotent, so a retry can never apply a submission twice.
 from __future__ import annotations
 
 import logging
+import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, NamedTuple, Protocol
 
 import grpc
@@ -104,7 +105,69 @@ class CoreClient:
 
     def submit(self, result: telha_pb2.IngestionResult) -> Submitted:
         """Delivers one submission, retrying connection failures; raises SubmitError."""
-        for attempt in range(1, self._submit_attempts + 1):
+        return self._submit_from(result, 1)
+
+    def submit_async(
+        self, result: telha_pb2.IngestionResult, done: Callable[[Callable[[], Submitted]], None]
+    ) -> None:
+        """Starts delivering one submission and returns at once; `done` is called once with
+        what gives the answer (or raises SubmitError), as `submit` would: on gRPC's own
+        thread when the core answers (no thread of ours waits in between), or on a thread
+        of its own when the delivery must be retried (the retries wait)."""
+        try:
+            call = self._stub.SubmitIngestionResult.future(
+                result, metadata=self._metadata, timeout=self._timeout
+            )
+        except Exception as err:  # not even started (a closed channel): a failed delivery
+            failure = SubmitError(f"SubmitIngestionResult could not start: {err}")
+            failure.__cause__ = err
+            done(_raiser(failure))
+            return
+
+        def answered(call: Any) -> None:
+            try:
+                answer = self._answer(call, result)
+            except BaseException as err:  # never lost on gRPC's thread: `done` gets it
+                answer = _raiser(err)
+            if answer is not None:
+                done(answer)
+            else:
+                threading.Thread(
+                    target=lambda: done(lambda: self._submit_from(result, 2, self._retry_delay)),
+                    name="telha-resubmit",
+                    daemon=True,
+                ).start()
+
+        call.add_done_callback(answered)
+
+    def _answer(
+        self, call: Any, result: telha_pb2.IngestionResult
+    ) -> Callable[[], Submitted] | None:
+        """What gives a finished call's answer, or None when it is to be retried."""
+        try:
+            response: telha_pb2.SubmitResponse = call.result()
+        except grpc.RpcError as err:
+            code, _ = status_of(err)
+            if code not in _RETRYABLE or self._submit_attempts <= 1:
+                failure = SubmitError(f"SubmitIngestionResult failed: {_describe(err)}")
+                failure.__cause__ = err
+                return _raiser(failure)
+            log.warning(
+                "job %s: submission attempt 1 failed (%s), retrying",
+                result.job_id,
+                _describe(err),
+            )
+            return None
+        submitted = Submitted(response.accepted, list(response.node_ids), response.reason)
+        return lambda: submitted
+
+    def _submit_from(
+        self, result: telha_pb2.IngestionResult, first: int, delay: float = 0.0
+    ) -> Submitted:
+        """Attempts `first` to the last of a submission, after `delay` seconds."""
+        if delay:
+            time.sleep(delay)
+        for attempt in range(first, self._submit_attempts + 1):
             try:
                 response: telha_pb2.SubmitResponse = self._stub.SubmitIngestionResult(
                     result, metadata=self._metadata, timeout=self._timeout
@@ -159,6 +222,13 @@ def status_of(err: grpc.RpcError) -> tuple[grpc.StatusCode | None, str]:
     code = call.code() if callable(getattr(call, "code", None)) else None
     details = call.details() if callable(getattr(call, "details", None)) else None
     return code, details or str(err)
+
+
+def _raiser(err: BaseException) -> Callable[[], Submitted]:
+    def raise_it() -> Submitted:
+        raise err
+
+    return raise_it
 
 
 def _describe(err: grpc.RpcError) -> str:

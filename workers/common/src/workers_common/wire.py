@@ -36,11 +36,17 @@ WIRE_VERSION = 1
 JsonValue: TypeAlias = bool | int | float | str | list["JsonValue"] | dict[str, "JsonValue"] | None
 
 
+_ENCODER = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+)
+"""The encoder `json.dumps` would build for these options, built once: `encode` keeps no
+state between calls (each call makes its own), and building it per call (as json.dumps
+does when given options) was half the cost of encoding a small submission."""
+
+
 def canonical_json_text(value: Any) -> str:
     """One JSON value as canonical text: sorted keys, compact, non-ASCII kept as is."""
-    return json.dumps(
-        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-    )
+    return _ENCODER.encode(value)
 
 
 def canonical_json(value: Mapping[str, Any]) -> bytes:
