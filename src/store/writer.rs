@@ -71,7 +71,7 @@ where
 
 /// What a caught panic said (`panic!` with a literal or a formatted message), or a
 /// placeholder.
-pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
     panic.downcast_ref::<&str>().map(|s| (*s).to_string()).or_else(|| panic.downcast_ref::<String>().cloned()).unwrap_or_else(|| "a panic without a message".into())
 }
 

@@ -373,16 +373,7 @@ class WorkerConsumer:
             else:
                 tail.set_result(None)
 
-        client.submit_async(
-            telha_pb2.IngestionResult(
-                job_id=payload.job_id,
-                success=True,
-                result_json=deliver.data,
-                worker_id=config.worker_id,
-                attempt=payload.attempt,
-            ),
-            answered,
-        )
+        client.submit_async(_success(config, payload, deliver.data), answered)
         return tail
 
     def _settle_tails(self, limit: int) -> None:
@@ -399,15 +390,7 @@ class WorkerConsumer:
         job_id, attempt = payload.job_id, payload.attempt
 
         def submit(result_json: bytes) -> Submitted:
-            return client.submit(
-                telha_pb2.IngestionResult(
-                    job_id=job_id,
-                    success=True,
-                    result_json=result_json,
-                    worker_id=config.worker_id,
-                    attempt=attempt,
-                )
-            )
+            return client.submit(_success(config, payload, result_json))
 
         def begin() -> Callable[[], Outcome]:
             handler = self._handlers.get(payload.kind)
@@ -503,6 +486,19 @@ class WorkerConsumer:
             log.warning(
                 "job %s: the core refused the failure report (%s)", payload.job_id, answer.reason
             )
+
+
+def _success(
+    config: WorkerConfig, payload: telha_pb2.JobPayload, result_json: bytes
+) -> telha_pb2.IngestionResult:
+    """A submission of the job under its lease, from this worker."""
+    return telha_pb2.IngestionResult(
+        job_id=payload.job_id,
+        success=True,
+        result_json=result_json,
+        worker_id=config.worker_id,
+        attempt=payload.attempt,
+    )
 
 
 class _RunningFile:

@@ -147,10 +147,8 @@ class CoreClient:
         try:
             response: telha_pb2.SubmitResponse = call.result()
         except grpc.RpcError as err:
-            code, _ = status_of(err)
-            if code not in _RETRYABLE or self._submit_attempts <= 1:
-                failure = SubmitError(f"SubmitIngestionResult failed: {_describe(err)}")
-                failure.__cause__ = err
+            failure = self._given_up(err, 1)
+            if failure is not None:
                 return _raiser(failure)
             log.warning(
                 "job %s: submission attempt 1 failed (%s), retrying",
@@ -158,8 +156,18 @@ class CoreClient:
                 _describe(err),
             )
             return None
-        submitted = Submitted(response.accepted, list(response.node_ids), response.reason)
+        submitted = _submitted(response)
         return lambda: submitted
+
+    def _given_up(self, err: grpc.RpcError, attempt: int) -> SubmitError | None:
+        """What ends a submission whose attempt `attempt` failed with `err`: a refusal, or
+        the last attempt's failure; None when it is tried again."""
+        code, _ = status_of(err)
+        if code in _RETRYABLE and attempt < self._submit_attempts:
+            return None
+        failure = SubmitError(f"SubmitIngestionResult failed: {_describe(err)}")
+        failure.__cause__ = err
+        return failure
 
     def _submit_from(
         self, result: telha_pb2.IngestionResult, first: int, delay: float = 0.0
@@ -173,9 +181,9 @@ class CoreClient:
                     result, metadata=self._metadata, timeout=self._timeout
                 )
             except grpc.RpcError as err:
-                code, _ = status_of(err)
-                if code not in _RETRYABLE or attempt == self._submit_attempts:
-                    raise SubmitError(f"SubmitIngestionResult failed: {_describe(err)}") from err
+                failure = self._given_up(err, attempt)
+                if failure is not None:
+                    raise failure from err
                 log.warning(
                     "job %s: submission attempt %d failed (%s), retrying",
                     result.job_id,
@@ -184,7 +192,7 @@ class CoreClient:
                 )
                 time.sleep(self._retry_delay * 2 ** (attempt - 1))
             else:
-                return Submitted(response.accepted, list(response.node_ids), response.reason)
+                return _submitted(response)
         raise AssertionError("unreachable: the loop returns or raises")
 
     def heartbeat(self, leases: Sequence[tuple[str, int]]) -> set[str]:
@@ -222,6 +230,10 @@ def status_of(err: grpc.RpcError) -> tuple[grpc.StatusCode | None, str]:
     code = call.code() if callable(getattr(call, "code", None)) else None
     details = call.details() if callable(getattr(call, "details", None)) else None
     return code, details or str(err)
+
+
+def _submitted(response: telha_pb2.SubmitResponse) -> Submitted:
+    return Submitted(response.accepted, list(response.node_ids), response.reason)
 
 
 def _raiser(err: BaseException) -> Callable[[], Submitted]:
