@@ -29,6 +29,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import blake3
 
@@ -40,9 +41,9 @@ JS_ROOTS = (Path("/usr/lib/node_modules"), Path("/usr/share/nodejs"))
 JS_SUFFIXES = (".js", ".mjs", ".cjs", ".ts", ".tsx", ".jsx", ".mts", ".cts")
 
 
-def _bench_code() -> ModuleType:
-    """bench/code.py, for its corpus_files and build_archive."""
-    spec = importlib.util.spec_from_file_location("bench_code", REPO / "bench" / "code.py")
+def load_bench(name: str) -> ModuleType:
+    """bench/<name>.py as a module (bench/code.py's name is the stdlib's `code` too)."""
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", REPO / "bench" / f"{name}.py")
     assert spec is not None
     assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -51,7 +52,7 @@ def _bench_code() -> ModuleType:
 
 
 def _stdlib(out: Path) -> bool:
-    code = _bench_code()
+    code = load_bench("code")
     base, files = code.corpus_files("stdlib", 1_000_000)
     code.build_archive(base, files, out)
     return True
@@ -60,7 +61,7 @@ def _stdlib(out: Path) -> bool:
 def _cargo(out: Path) -> bool:
     if not (Path.home() / ".cargo" / "registry" / "src").is_dir():
         return False
-    code = _bench_code()
+    code = load_bench("code")
     base, files = code.corpus_files("cargo", CARGO_CAP)
     if not files:
         return False
@@ -168,6 +169,21 @@ def _compare(name: str, want: dict[str, object], got: dict[str, object]) -> bool
     return False
 
 
+def check_recorded(
+    want: dict[str, Any], got: dict[str, Any], out: Path, compare: Callable[[str, Any, Any], bool]
+) -> bool:
+    """Compares each corpus found now with the one recorded in `out` (`compare` prints
+    what differs); True when every one is recorded and the same."""
+    ok = True
+    for name, found in got.items():
+        if name not in want:
+            print(f"{name}: not recorded in {out}")
+            ok = False
+        else:
+            ok = compare(name, want[name], found) and ok
+    return ok
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("command", choices=("record", "check", "time"))
@@ -215,14 +231,7 @@ def main() -> int:
                 print(f"{name}: {found['all']} ({len(found['children'])} children)")  # type: ignore[arg-type]
             print(f"recorded in {args.out}")
             return 0
-        ok = True
-        for name, found in got.items():
-            if name not in want:
-                print(f"{name}: not recorded in {args.out}")
-                ok = False
-            else:
-                ok = _compare(name, want[name], found) and ok
-        return 0 if ok else 1
+        return 0 if check_recorded(want, got, args.out, _compare) else 1
 
 
 if __name__ == "__main__":

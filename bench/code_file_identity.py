@@ -20,7 +20,7 @@ CPU seconds per corpus (the median of `--runs`; CPU time, as the machine is shar
 from __future__ import annotations
 
 import argparse
-import importlib.util
+import importlib
 import json
 import statistics
 import sys
@@ -28,11 +28,13 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from types import ModuleType
 
 import blake3
 
 REPO = Path(__file__).resolve().parents[1]
+# The archive twin of this bench: its loader of bench/ modules and its check of a record.
+sys.path.insert(0, str(REPO / "bench"))
+archive_identity = importlib.import_module("code_archive_identity")
 DEFAULT_OUT = Path(tempfile.gettempdir()) / "codefast-file-baseline.json"
 CARGO_CAP = 4000
 """The .rs files at most from the cargo registry (sorted by path)."""
@@ -42,15 +44,6 @@ NODE = Path("/usr/lib/node_modules")
 NODE_SUFFIXES = (".js", ".mjs", ".cjs", ".ts", ".tsx", ".jsx", ".cc", ".cpp", ".h")
 Corpus = list[tuple[Path, dict[str, str]]]
 """Each file with the options its job gets (root, path, and maybe language)."""
-
-
-def _load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"bench_{name}", REPO / "bench" / f"{name}.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _files(base: Path, pattern: str, suffixes: tuple[str, ...] = ()) -> list[Path]:
@@ -69,7 +62,7 @@ def _jobs(base: Path, files: list[Path], **extra: str) -> Corpus:
 
 
 def _code_corpus(name: str, limit: int) -> Corpus:
-    base, files = _load("code").corpus_files(name, limit)
+    base, files = archive_identity.load_bench("code").corpus_files(name, limit)
     return _jobs(base, files) if base.is_dir() else []
 
 
@@ -159,14 +152,7 @@ def main() -> int:
         print(f"recorded in {args.out}")
         return 0
     want = json.loads(args.out.read_text())
-    ok = True
-    for name, found in got.items():
-        if name not in want:
-            print(f"{name}: not recorded in {args.out}")
-            ok = False
-        else:
-            ok = _compare(name, want[name], found) and ok
-    return 0 if ok else 1
+    return 0 if archive_identity.check_recorded(want, got, args.out, _compare) else 1
 
 
 if __name__ == "__main__":
