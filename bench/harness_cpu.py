@@ -17,57 +17,25 @@ Not in CI (a figure, not a test).
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import resource
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-TELHA = Path(os.environ.get("TELHA_BIN") or ROOT / "target" / "release" / "telha")
-
-
-def text(i: int) -> bytes:
-    return f"Note {i}.\n\nAlpha owes Beta {i * 7} euros.\n".encode()
+# bench/python_dispatch: the core it starts (TELHA_BIN, or the release build), the files.
+sys.path.insert(0, str(ROOT / "bench"))
+dispatch = importlib.import_module("python_dispatch")
 
 
 def cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
-
-
-def enqueue(root: Path, files_dir: Path) -> tuple[subprocess.Popen[bytes], str, str]:
-    """A core with no pools holding one job per file; returns it, its address, its token."""
-    data = root / "data"
-    cfg = root / "supervisor.toml"
-    cfg.write_text(
-        f'[server]\nlisten = "127.0.0.1:0"\ndata_dir = "{data}"\nhttp_listen = ""\n'
-        "[jobs]\nlease_secs = 60\n"
-    )
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TELHA_")}
-    log = (root / "serve.log").open("wb")
-    serve = subprocess.Popen(
-        [str(TELHA), "serve", "--config", str(cfg)], stdout=log, stderr=log, env=env
-    )
-    addr_file = data / "serve.addr"
-    deadline = time.monotonic() + 30
-    while not (addr_file.exists() and addr_file.read_text().strip().rpartition(":")[2]):
-        if time.monotonic() > deadline or serve.poll() is not None:
-            raise SystemExit("bench/harness_cpu: telha serve did not start")
-        time.sleep(0.05)
-    subprocess.run(
-        [str(TELHA), "--config", str(cfg), "--json", "ingest", str(files_dir), "--format", "txt"],
-        capture_output=True,
-        check=True,
-        env=env,
-        timeout=600,
-    )
-    return serve, addr_file.read_text().strip(), (data / "token").read_text().strip()
 
 
 def one_run(n: int, warm: int, depth: int, files_dir: Path) -> float:
@@ -78,12 +46,14 @@ def one_run(n: int, warm: int, depth: int, files_dir: Path) -> float:
 
     with tempfile.TemporaryDirectory(prefix="bench-harness-cpu-") as tmp:
         root = Path(tmp)
-        serve, addr, token = enqueue(root, files_dir)
+        # A core with no pools holding one job per file.
+        serve = dispatch.Serve(root, dispatch.config(root, "enqueue", ""), root / "serve.log")
         try:
+            serve.cli("ingest", str(files_dir), "--format", "txt")
             config = WorkerConfig(
-                core_addr=addr,
+                core_addr=serve.address,
                 worker_id="bench-1",
-                token=token,
+                token=serve.token,
                 formats=("txt",),
                 max_in_flight=depth,
                 running_file=str(root / "running"),
@@ -118,8 +88,7 @@ def one_run(n: int, warm: int, depth: int, files_dir: Path) -> float:
                 raise SystemExit(f"bench/harness_cpu: exit {code}, {count} of {n} jobs run")
             return spent / (n - warm) * 1e6
         finally:
-            serve.terminate()
-            serve.wait(timeout=60)
+            serve.stop()
 
 
 def handler_alone(files: list[Path]) -> float:
@@ -147,11 +116,7 @@ def main() -> int:
     threading.current_thread().name = "MainThread"
     with tempfile.TemporaryDirectory(prefix="bench-harness-cpu-files-") as files_tmp:
         files_dir = Path(files_tmp)
-        files = []
-        for i in range(args.jobs):
-            path = files_dir / f"n{i:06d}.txt"
-            path.write_bytes(text(i))
-            files.append(path)
+        files = dispatch.write_files(files_dir, args.jobs)
         alone = handler_alone(files)
         results: dict[int, list[float]] = {d: [] for d in depths}
         for _ in range(args.runs):

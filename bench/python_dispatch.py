@@ -39,8 +39,23 @@ FINISHED = {"succeeded", "dead", "cancelled"}
 LOGGED = re.compile(rb"job (\d+) \(txt\): finished in ([0-9.]+)s")
 
 
+ENV = {k: v for k, v in os.environ.items() if not k.startswith("TELHA_")}
+"""The environment of the telha processes: no TELHA_ADDR, TELHA_CONFIG or TELHA_TOKEN of
+the caller's may point them at another server."""
+
+
 def text(i: int) -> bytes:
     return f"Note {i}.\n\nAlpha owes Beta {i * 7} euros.\n".encode()
+
+
+def write_files(folder: Path, n: int) -> list[Path]:
+    """N one-paragraph .txt files in `folder`."""
+    files = []
+    for i in range(n):
+        path = folder / f"n{i:06d}.txt"
+        path.write_bytes(text(i))
+        files.append(path)
+    return files
 
 
 def config(root: Path, name: str, pools: str) -> Path:
@@ -60,13 +75,15 @@ class Serve:
         addr = root / "data" / "serve.addr"
         addr.unlink(missing_ok=True)
         self.process = subprocess.Popen(
-            [str(TELHA), "serve", "--config", str(cfg)], stdout=self.log, stderr=self.log
+            [str(TELHA), "serve", "--config", str(cfg)], stdout=self.log, stderr=self.log, env=ENV
         )
         deadline = time.monotonic() + 30
         while not (addr.exists() and addr.read_text().strip().rpartition(":")[2]):
             if time.monotonic() > deadline or self.process.poll() is not None:
                 raise SystemExit(f"bench/python_dispatch: telha serve did not start ({log})")
             time.sleep(0.05)
+        self.address = addr.read_text().strip()
+        self.token = (root / "data" / "token").read_text().strip()
 
     def cli(self, *args: str) -> Any:
         done = subprocess.run(
@@ -74,6 +91,7 @@ class Serve:
             capture_output=True,
             check=True,
             timeout=600,
+            env=ENV,
         )
         return json.loads(done.stdout) if done.stdout.strip() else None
 
@@ -166,11 +184,7 @@ def main() -> int:
     )
     with tempfile.TemporaryDirectory(prefix="bench-pydispatch-files-") as files_tmp:
         files_dir = Path(files_tmp)
-        files = []
-        for i in range(args.jobs):
-            path = files_dir / f"n{i:06d}.txt"
-            path.write_bytes(text(i))
-            files.append(path)
+        files = write_files(files_dir, args.jobs)
         alone = handler_alone(files)
         handler_p50 = statistics.median(alone) * 1e3
         print(f"handler alone, in process: p50 {handler_p50:.3f} ms per job")
