@@ -25,6 +25,7 @@ import sys
 import sysconfig
 import tarfile
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -99,19 +100,61 @@ def telha_run(
         "job_timeout_secs = 1800\n[pools.code.limits]\nmemory_mb = 3072\ncpu_secs = 1800\n"
         "open_files = 256\n"
     )
-    written = resource.getrusage(resource.RUSAGE_CHILDREN).ru_oublock
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    done = subprocess.run(
+    with subprocess.Popen(
         [str(TELHA), "--config", str(config), "run", "--json", str(archive)],
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        check=False,
-    )
+    ) as proc:
+        core = ThreadClock(proc.pid)
+        core.start()
+        stdout, stderr = proc.communicate()
+        core.stop()
     elapsed = time.perf_counter() - started
-    written = resource.getrusage(resource.RUSAGE_CHILDREN).ru_oublock - written
-    summary = json.loads(done.stdout) if done.stdout.strip() else {"error": done.stderr[-2000:]}
-    summary["disk_written_bytes"] = written * 512
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    summary = json.loads(stdout) if stdout.strip() else {"error": stderr[-2000:]}
+    summary["disk_written_bytes"] = (after.ru_oublock - before.ru_oublock) * 512
+    # telha waits for its workers, so the children's CPU is the core's and the workers'.
+    total = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    summary["cpu_seconds"] = {"total": total, **core.seconds()}
     return elapsed, summary
+
+
+class ThreadClock(threading.Thread):
+    """The CPU time of the core's own threads (not its workers), by thread name, read
+    from /proc/<pid>/task every 0.2 s while `telha run` lives (the last reading counts)."""
+
+    def __init__(self, pid: int) -> None:
+        super().__init__(daemon=True)
+        self.pid = pid
+        self.ticks: dict[str, tuple[str, int]] = {}
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        while not self.done.wait(0.2):
+            self.read()
+
+    def read(self) -> None:
+        with contextlib.suppress(OSError):
+            for task in os.scandir(f"/proc/{self.pid}/task"):
+                with contextlib.suppress(OSError), open(f"{task.path}/stat") as handle:
+                    stat = handle.read()
+                name = stat[stat.index("(") + 1 : stat.rindex(")")]
+                fields = stat[stat.rindex(")") + 2 :].split()
+                self.ticks[task.name] = (name, int(fields[11]) + int(fields[12]))
+
+    def stop(self) -> None:
+        self.done.set()
+        self.join()
+
+    def seconds(self) -> dict[str, float]:
+        hz = os.sysconf("SC_CLK_TCK")
+        by_name: dict[str, float] = {}
+        for name, ticks in self.ticks.values():
+            by_name[name] = by_name.get(name, 0.0) + ticks / hz
+        return {"core": sum(by_name.values()), **{f"core:{k}": v for k, v in by_name.items()}}
 
 
 def main() -> None:
@@ -160,6 +203,21 @@ def main() -> None:
             f"  written to disk by telha run (core and workers): {written / 1e6:.0f} MB, "
             f"{written / n / 1e6:.2f} MB per file for {megabytes / n * 1000:.1f} KB of source"
         )
+        cpu = summary.get("cpu_seconds", {})
+        assert isinstance(cpu, dict)
+        if cpu.get("total"):
+            workers_cpu = cpu["total"] - cpu["core"]
+            threads = ", ".join(
+                f"{k[5:]} {v / n * 1000:.2f}"
+                for k, v in sorted(cpu.items(), key=lambda kv: -kv[1])
+                if k.startswith("core:") and v / n * 1000 >= 0.01
+            )
+            print(
+                f"  CPU per file (telha run): workers {workers_cpu / n * 1000:.2f} ms "
+                f"(the archive job's included), core {cpu['core'] / n * 1000:.2f} ms "
+                f"({threads}); the machine's {os.cpu_count()} cores busy "
+                f"{cpu['total'] / ((os.cpu_count() or 1) * e2e) * 100:.0f} % of the run"
+            )
         per_job = (e2e * args.workers - worker) / n * 1000
         print(
             f"  where the time goes, per file: parse {bare / n * 1000:.2f} ms, projection "
