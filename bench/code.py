@@ -118,7 +118,7 @@ def telha_run(
     summary["disk_written_bytes"] = (after.ru_oublock - before.ru_oublock) * 512
     # telha waits for its workers, so the children's CPU is the core's and the workers'.
     total = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
-    summary["cpu_seconds"] = {"total": total, **core.seconds()}
+    summary["cpu_seconds"] = {"total": total, "core_threads": core.seconds()}
     return elapsed, summary
 
 
@@ -137,24 +137,26 @@ class ThreadClock(threading.Thread):
             self.read()
 
     def read(self) -> None:
+        # A thread (or the whole process) may end between the listing and the read.
         with contextlib.suppress(OSError):
             for task in os.scandir(f"/proc/{self.pid}/task"):
                 with contextlib.suppress(OSError), open(f"{task.path}/stat") as handle:
                     stat = handle.read()
-                name = stat[stat.index("(") + 1 : stat.rindex(")")]
-                fields = stat[stat.rindex(")") + 2 :].split()
-                self.ticks[task.name] = (name, int(fields[11]) + int(fields[12]))
+                    name = stat[stat.index("(") + 1 : stat.rindex(")")]
+                    fields = stat[stat.rindex(")") + 2 :].split()
+                    self.ticks[task.name] = (name, int(fields[11]) + int(fields[12]))
 
     def stop(self) -> None:
         self.done.set()
         self.join()
 
     def seconds(self) -> dict[str, float]:
+        """CPU seconds by thread name (the kernel's 15 characters of it)."""
         hz = os.sysconf("SC_CLK_TCK")
         by_name: dict[str, float] = {}
         for name, ticks in self.ticks.values():
             by_name[name] = by_name.get(name, 0.0) + ticks / hz
-        return {"core": sum(by_name.values()), **{f"core:{k}": v for k, v in by_name.items()}}
+        return by_name
 
 
 def main() -> None:
@@ -203,18 +205,18 @@ def main() -> None:
             f"  written to disk by telha run (core and workers): {written / 1e6:.0f} MB, "
             f"{written / n / 1e6:.2f} MB per file for {megabytes / n * 1000:.1f} KB of source"
         )
-        cpu = summary.get("cpu_seconds", {})
-        assert isinstance(cpu, dict)
-        if cpu.get("total"):
-            workers_cpu = cpu["total"] - cpu["core"]
+        cpu = summary.get("cpu_seconds")
+        if isinstance(cpu, dict):
+            per_thread = cpu["core_threads"]
+            core_cpu = sum(per_thread.values())
             threads = ", ".join(
-                f"{k[5:]} {v / n * 1000:.2f}"
-                for k, v in sorted(cpu.items(), key=lambda kv: -kv[1])
-                if k.startswith("core:") and v / n * 1000 >= 0.01
+                f"{name} {seconds / n * 1000:.2f}"
+                for name, seconds in sorted(per_thread.items(), key=lambda kv: -kv[1])
+                if seconds / n * 1000 >= 0.01
             )
             print(
-                f"  CPU per file (telha run): workers {workers_cpu / n * 1000:.2f} ms "
-                f"(the archive job's included), core {cpu['core'] / n * 1000:.2f} ms "
+                f"  CPU per file (telha run): workers {(cpu['total'] - core_cpu) / n * 1000:.2f} "
+                f"ms (the archive job's included), core {core_cpu / n * 1000:.2f} ms "
                 f"({threads}); the machine's {os.cpu_count()} cores busy "
                 f"{cpu['total'] / ((os.cpu_count() or 1) * e2e) * 100:.0f} % of the run"
             )
