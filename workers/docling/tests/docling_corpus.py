@@ -711,6 +711,32 @@ def text_image(lines: tuple[str, ...] = SCAN_LINES, fmt: str = "PNG", dpi: int =
     return out.getvalue()
 
 
+TIFF_PAGES = (
+    ("Harbour crane survey", "Crane four lifted containers without fault."),
+    ("Warehouse roof repairs", "Eleven tiles were missing above bay seven."),
+    ("Vehicle fleet mileage", "Each van travelled under nine thousand miles."),
+)
+"""Three pages with distinct words, for a multi-page TIFF."""
+
+
+def multipage_tiff(
+    pages: tuple[tuple[str, ...], ...] = TIFF_PAGES,
+    dpis: tuple[tuple[int, int], ...] | None = None,
+    compression: str = "tiff_lzw",
+) -> bytes:
+    """A multi-page TIFF (a scanner's output): one text_image per page, each with its own
+    stated resolution (`dpis`, default 300 dpi every page)."""
+    from PIL import Image
+
+    frames = [Image.open(io.BytesIO(text_image(lines))) for lines in pages]
+    for frame, dpi in zip(frames, dpis or [(300, 300)] * len(frames), strict=True):
+        frame.encoderinfo = {"dpi": dpi, "compression": compression}
+    out = io.BytesIO()
+    first = frames[0].encoderinfo  # save()'s own arguments are the first frame's
+    frames[0].save(out, "TIFF", save_all=True, append_images=frames[1:], **first)
+    return out.getvalue()
+
+
 def scanned_text_pdf(source: bytes | None = None, dpi: int = 150) -> bytes:
     """A born-digital PDF (default: report_pdf) rasterized page by page and wrapped back
     into an image-only PDF: what a scanner would have made of the printout."""

@@ -290,6 +290,33 @@ def png_bomb(width: int = 30_000, height: int = 30_000) -> bytes:
     )
 
 
+def raw_tiff(sizes: list[tuple[int, int]], next_after_last: int = 0) -> bytes:
+    """A little-endian TIFF of 8-bit grey frames of the given sizes, one directory each
+    (102 bytes: a 100,000-page file is 10 MB), every frame's single strip the same 50
+    bytes after the header: a frame larger than 50 pixels cannot be decoded, only walked.
+    `next_after_last` is where the last directory says the next one is (0: none)."""
+    strip = 50
+    first = 8 + strip
+    size = 2 + 8 * 12 + 4
+    out = [b"II*\x00" + struct.pack("<I", first), b"\x00" * strip]
+    for index, (width, height) in enumerate(sizes):
+        following = first + (index + 1) * size if index + 1 < len(sizes) else next_after_last
+        entries = [
+            (256, 4, width),  # ImageWidth, LONG
+            (257, 4, height),  # ImageLength
+            (258, 3, 8),  # BitsPerSample, SHORT
+            (259, 3, 1),  # Compression: none
+            (262, 3, 1),  # PhotometricInterpretation: black is zero
+            (273, 4, 8),  # StripOffsets
+            (278, 4, height),  # RowsPerStrip
+            (279, 4, strip),  # StripByteCounts
+        ]
+        out.append(struct.pack("<H", len(entries)))
+        out += [struct.pack("<HHII", tag, kind, 1, value) for tag, kind, value in entries]
+        out.append(struct.pack("<I", following))
+    return b"".join(out)
+
+
 SCANNED_OUTCOME = "ok" if shutil.which("tesseract") else "unsupported"
 """A blank scanned page: OCR reads nothing from it and the document succeeds, empty;
 without tesseract it is unsupported (no text layer and no OCR)."""
@@ -307,6 +334,24 @@ HOSTILE: dict[str, tuple[str, Callable[[], bytes], str]] = {
     "image-truncated": ("image", lambda: corpus.text_image()[:600], "invalid_input"),
     "image-gif": ("image", lambda: b"GIF89a" + b"\x00" * 100, "invalid_input"),
     "image-pixel-bomb": ("image", png_bomb, "too_large"),
+    # 100,000 pages: refused after reading 201 directories (Pillow's n_frames would walk
+    # them all, 80 s here), before any is decoded.
+    "image-tiff-100000-pages": ("image", lambda: raw_tiff([(10, 5)] * 100_000), "too_large"),
+    "image-tiff-page-2-pixel-bomb": (
+        "image",
+        lambda: raw_tiff([(10, 5), (60_000, 60_000)]),
+        "too_large",
+    ),
+    "image-tiff-page-3-broken-directory": (
+        "image",
+        lambda: raw_tiff([(10, 5)] * 3, next_after_last=10**9),
+        "invalid_input",
+    ),
+    "image-tiff-page-2-truncated": (
+        "image",
+        lambda: raw_tiff([(10, 5), (100, 100)]),
+        "invalid_input",
+    ),
     "pdf-not-a-pdf": ("pdf", lambda: b"GIF89a" + b"\x00" * 100, "invalid_input"),
     "pdf-empty": ("pdf", lambda: b"", "invalid_input"),
     "docx-zip-bomb": ("docx", docx_zip_bomb, "invalid_input"),

@@ -23,6 +23,8 @@ SAMPLES: dict[str, Callable[[], bytes]] = {
     "release-notes.md": lambda: corpus.REPORT_MD.encode(),
     # A photographed page: the `image` format, read by OCR (needs tesseract).
     "inspection-notes.png": corpus.text_image,
+    # A scanner's multi-page TIFF: three pages, one per frame, each read by OCR.
+    "site-reports.tif": corpus.multipage_tiff,
 }
 
 

@@ -7,10 +7,12 @@ which makes its absence a failure (scripts/system-deps.sh installs it)."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +24,7 @@ from workers_common import WorkerFailure
 from workers_common.conformance import check_submissions, run_handler
 
 import docling_corpus as corpus
+from hostile import raw_tiff
 
 _MISSING = shutil.which("tesseract") is None
 if _MISSING and os.environ.get("TELHA_E2E_REQUIRED") == "1":
@@ -222,3 +225,154 @@ def test_broken_images_are_invalid_input(data: bytes, kind: str, tmp_path: Path)
     if _MISSING and data.startswith(b"\x89PNG") and len(data) > 100:
         pytest.skip("a truncated image needs tesseract's absence checked after decoding")
     assert failure(tmp_path, "image", data).kind == kind
+
+
+def tiff(pages: list[Any], **encoder: Any) -> bytes:
+    """Pillow images (with their `encoderinfo`: dpi, tiffinfo) as one multi-page TIFF;
+    what the first frame's says is every later frame's default."""
+    from PIL import Image
+
+    frames: list[Image.Image] = list(pages)
+    for frame in frames:
+        frame.encoderinfo = {**encoder, **getattr(frame, "encoderinfo", {})}
+    out = io.BytesIO()
+    frames[0].save(out, "TIFF", save_all=True, append_images=frames[1:], **frames[0].encoderinfo)
+    return out.getvalue()
+
+
+def page_words(sub: dict[str, Any]) -> dict[int, list[str]]:
+    """Each page's words, from its text nodes in document order."""
+    out: dict[int, list[str]] = {}
+    for node in text_nodes(sub):
+        for ref in node["spanRefs"]:
+            span = sub["spans"][ref]
+            text = sub["canonicalText"][span["start"] : span["end"]]
+            out.setdefault(node["properties"]["page"], []).extend(words(text))
+    return out
+
+
+@needs_tesseract
+@pytest.mark.timeout(120)
+def test_a_multipage_tiff_is_one_ocr_page_per_frame_in_order(tmp_path: Path) -> None:
+    """Three frames with distinct words at 300, 200 and 150 dpi: three pages, numbered in
+    frame order, each with its own words and its own size in points."""
+    dpis = ((300, 300), (200, 200), (150, 150))
+    sub = project(tmp_path, "image", corpus.multipage_tiff(dpis=dpis))
+    document = sub["nodes"][0]["properties"]
+    assert document["page_count"] == 3
+    stats = sub["stats"]
+    assert (stats["pages_ocr"], stats["pages_without_text"]) == (3, 0)
+    assert "pages_ocr_skipped" not in stats
+    found = page_words(sub)
+    assert sorted(found) == [1, 2, 3]
+    for number, lines in enumerate(corpus.TIFF_PAGES, start=1):
+        # Every page's words on that page, in the order drawn.
+        assert found[number] == words(" ".join(lines)), (number, found[number])
+    for node in text_nodes(sub):
+        props = node["properties"]
+        assert props["ocr"] is True
+        dpi = dpis[props["page"] - 1][0]
+        left, bottom, right, top = props["bbox"]
+        # Text drawn from x = 80 px, on a page 1800 px wide: in that page's points.
+        assert abs(left - 80 * 72 / dpi) < 3, props
+        assert right <= 1800 * 72 / dpi
+        assert 0 <= bottom < top <= 260 * 72 / dpi
+
+
+@needs_tesseract
+@pytest.mark.timeout(120)
+def test_the_same_tiff_gives_the_same_bytes(tmp_path: Path) -> None:
+    data = corpus.multipage_tiff()
+    path = tmp_path / "pages.tif"
+    path.write_bytes(data)
+    first = run_handler(handle, path, format="image", name=path.name, options={})
+    assert run_handler(handle, path, format="image", name=path.name, options={}) == first
+
+
+@needs_tesseract
+@pytest.mark.timeout(60)
+def test_a_single_page_tiff_reads_as_the_same_pixels_in_a_png(tmp_path: Path) -> None:
+    """One frame: one page, exactly the submission the same image gives as a PNG."""
+    from PIL import Image
+
+    png = corpus.text_image()
+    single = tiff([Image.open(io.BytesIO(png))], dpi=(300, 300))
+    assert project(tmp_path, "image", single) == project(tmp_path, "image", png)
+
+
+def test_tiff_pages_over_the_page_cap_are_too_large(tmp_path: Path) -> None:
+    """The cap is the smaller of max_ocr_pages and max_pages, checked before any page is
+    decoded or OCR'd (so without tesseract too)."""
+    data = corpus.multipage_tiff()
+    caught = failure(tmp_path, "image", data, max_ocr_pages=2)
+    assert caught.kind == "too_large"
+    assert "more than 2 pages, over max_ocr_pages=2" in str(caught)
+    caught = failure(tmp_path, "image", data, max_pages=2)
+    assert (caught.kind, "max_pages=2" in str(caught)) == ("too_large", True)
+
+
+@pytest.mark.timeout(60)
+def test_a_100000_page_tiff_is_refused_after_reading_the_cap(tmp_path: Path) -> None:
+    """Pillow's n_frames would walk all 100,000 directories (80 s here); the cap stops
+    the walk at 201."""
+    data = raw_tiff([(10, 5)] * 100_000)
+    started = time.monotonic()
+    caught = failure(tmp_path, "image", data)
+    assert caught.kind == "too_large"
+    assert "more than 200 pages, over max_ocr_pages=200" in str(caught)
+    assert time.monotonic() - started < 10
+
+
+def test_a_tiff_page_over_max_image_pixels_is_too_large(tmp_path: Path) -> None:
+    """Page 2 is 1800 x 540 pixels; pages 1 and 3 are 1800 x 260: page 2 is named."""
+    pages = (corpus.TIFF_PAGES[0], corpus.TIFF_PAGES[1] * 3, corpus.TIFF_PAGES[2])
+    caught = failure(tmp_path, "image", corpus.multipage_tiff(pages), max_image_pixels=500_000)
+    assert caught.kind == "too_large"
+    assert "page 2 of the image of 1800x540 pixels" in str(caught)
+    # Declared 60,000 x 60,000 over 50 bytes: refused from its directory, never decoded.
+    caught = failure(tmp_path, "image", raw_tiff([(10, 5), (60_000, 60_000)]))
+    assert (caught.kind, "page 2" in str(caught)) == ("too_large", True)
+
+
+def test_a_broken_tiff_page_fails_the_job_naming_it(tmp_path: Path) -> None:
+    """A page that cannot be read or decoded is invalid_input before any OCR, as a PDF
+    page that cannot be decoded: never a document with a page silently missing."""
+    caught = failure(tmp_path, "image", raw_tiff([(10, 5)] * 3, next_after_last=10**9))
+    assert (caught.kind, "page 4 of the TIFF cannot be read" in str(caught)) == (
+        "invalid_input",
+        True,
+    )
+    caught = failure(tmp_path, "image", raw_tiff([(10, 5), (100, 100)]))
+    assert caught.kind == "invalid_input"
+    assert "page 2 of the image cannot be decoded" in str(caught)
+    data = corpus.multipage_tiff(compression="raw")
+    caught = failure(tmp_path, "image", data[: len(data) * 2 // 3])
+    assert caught.kind == "invalid_input"
+
+
+@needs_tesseract
+@pytest.mark.timeout(120)
+def test_each_tiff_page_is_turned_upright_and_squared_on_its_own(tmp_path: Path) -> None:
+    """Page 1 stored sideways with EXIF orientation 6; page 2 a fax in normal mode (204 x
+    98 dpi, its text squashed to half height): both read, each page its true size."""
+    from PIL import Image
+
+    first, second = (Image.open(io.BytesIO(corpus.text_image(p))) for p in corpus.TIFF_PAGES[:2])
+    sideways = first.rotate(90, expand=True)  # counter-clockwise; orientation 6 turns it back
+    sideways.encoderinfo = {"dpi": (300, 300), "tiffinfo": {274: 6}}
+    fax = second.resize((second.width, round(second.height * 98 / 204)))
+    fax.encoderinfo = {"dpi": (204, 98), "tiffinfo": {274: 1}}  # not the first's 6
+    sub = project(tmp_path, "image", tiff([sideways, fax]))
+    found = page_words(sub)
+    for number, lines in enumerate(corpus.TIFF_PAGES[:2], start=1):
+        assert found[number] == words(" ".join(lines)), (number, found[number])
+    for node in text_nodes(sub):
+        props = node["properties"]
+        left, bottom, right, top = props["bbox"]
+        if props["page"] == 1:
+            assert (right <= 1800 * 72 / 300, top <= 260 * 72 / 300) == (True, True), props
+        else:
+            # 1800 px at 204 dpi wide, 125 px at 98 dpi high: 635 x 92 points.
+            assert abs(left - 80 * 72 / 204) < 3, props
+            assert (right <= 1800 * 72 / 204, top <= fax.height * 72 / 98) == (True, True), props
+            assert top - bottom > 6, props  # a line's height as drawn, not squashed

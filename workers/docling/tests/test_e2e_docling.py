@@ -33,7 +33,8 @@ REPRESENTATIVE = [
     "odt-zip-bomb", "odt-is-a-presentation", "epub-zip-bomb", "epub-external-entity",
     "html-nested-100000", "md-million-list-items",
     "json-other-tool", "json-nested-million", "json-cycle",
-    "image-truncated", "image-pixel-bomb",
+    "image-truncated", "image-pixel-bomb", "image-tiff-100000-pages",
+    "image-tiff-page-3-broken-directory",
 ]  # fmt: skip
 
 
@@ -69,6 +70,7 @@ def test_hostile_inputs_die_once_typed_and_good_jobs_succeed(tmp_path: Path) -> 
     for name in REPRESENTATIVE:
         fmt, make, kind = HOSTILE[name]
         suffix = {"docling": "json", "image": "png"}.get(fmt, fmt)
+        suffix = "tif" if name.startswith("image-tiff") else suffix
         (inputs / f"h-{name}.{suffix}").write_bytes(make())
         expected[f"h-{name}.{suffix}"] = kind
     (inputs / "z-last.docx").write_bytes(corpus.report_docx())
@@ -86,6 +88,7 @@ def test_hostile_inputs_die_once_typed_and_good_jobs_succeed(tmp_path: Path) -> 
     # A scanned page and a photo of text, through OCR (tesseract from the worker's PATH).
     (inputs / "z-last-scan.pdf").write_bytes(corpus.scanned_text_pdf(corpus.simple_pdf()))
     (inputs / "z-last.png").write_bytes(corpus.text_image())
+    (inputs / "z-last-pages.tif").write_bytes(corpus.multipage_tiff())
     jobs = {Path(job["name"]).name: job for job in run(tmp_path, inputs)["jobs"]}
     for name, job in jobs.items():
         if name in expected and expected[name] == "ok":
@@ -99,7 +102,7 @@ def test_hostile_inputs_die_once_typed_and_good_jobs_succeed(tmp_path: Path) -> 
             assert failure["kind"] == expected[name], (name, failure["reason"])
         else:
             assert job["state"] == "succeeded", job
-    assert len(jobs) == len(expected) + 14
+    assert len(jobs) == len(expected) + 15
     assert jobs["z-last.pptx"]["node_count"] >= 8  # DOCUMENT, SECTIONs, LIST, TABLE, ...
     assert jobs["z-last.odt"]["node_count"] >= 11  # DOCUMENT, 3 SECTIONs, LIST, TABLE, ...
     assert jobs["z-last.odp"]["node_count"] >= 7
@@ -108,3 +111,4 @@ def test_hostile_inputs_die_once_typed_and_good_jobs_succeed(tmp_path: Path) -> 
     assert jobs["z-last-figures.pdf"]["node_count"] >= 10  # DOCUMENT, 3 FIGUREs, 2 CAPTIONs, ...
     assert jobs["z-last-scan.pdf"]["node_count"] >= 3  # DOCUMENT, PARAGRAPHs from OCR
     assert jobs["z-last.png"]["node_count"] >= 2
+    assert jobs["z-last-pages.tif"]["node_count"] >= 7  # DOCUMENT, a SECTION and PARAGRAPH a page

@@ -16,7 +16,7 @@ Modules, one role each:
 - pdf_document  the PDF heuristics' result as a DoclingDocument with provenance
 - ocr           tesseract run on one page image; its hOCR as text lines in PDF points
 - pdf_ocr       which PDF pages are OCR'd (ocr=auto|force|off), rendered by pdfium
-- image_document  an image (png, jpg, tif, bmp, webp) as one OCR'd page
+- image_document  an image (png, jpg, tif, bmp, webp) as one OCR'd page, a TIFF as one per frame
 - projection    DoclingDocument -> DOCUMENT, SECTION, PARAGRAPH, LIST, TABLE, FIGURE, ...
 - temporal      effective dates, relative dates, missing dates (shared rules in workers_common)
 """

@@ -10,7 +10,7 @@ the graph and `temporal` adds the date rules.
 Job options (all optional):
 
 - `clarify`    record temporal ambiguities (`--option clarify=true`)
-- `max_pages`  refuse a PDF with more pages as too_large (default 2,000)
+- `max_pages`  refuse a PDF or a multi-page TIFF with more pages as too_large (default 2,000)
 - `max_bytes`  refuse a file larger than this as too_large (default 200 MiB for PDF and
                images, 64 MiB for the others: a 50 MB HTML file peaks at 1.35 GB of address space)
 - `ocr`, `ocr_lang`, `ocr_dpi`, `ocr_page_timeout`, `max_ocr_pages`, `max_image_pixels`
@@ -87,7 +87,8 @@ def convert(data: bytes, fmt: str, options: Mapping[str, Any], name: str = "") -
     if fmt == "image":
         from .image_document import convert_image
 
-        return convert_image(data, options)
+        pages = _int_option(options, "max_pages", DEFAULT_MAX_PAGES)
+        return convert_image(data, options, max_pages=pages)
     if fmt == "docling":
         from .doclingjson import load_docling_json
         from .jsondoc import DEFAULT_MAX_ELEMENTS as JSON_ELEMENTS
