@@ -193,6 +193,58 @@ def test_undecodable_bytes_are_replaced_and_counted(tmp_path: Path) -> None:
     assert [n["properties"]["name"] for n in sub["nodes"][1:]] == ["f"]
 
 
+def test_a_utf16_source_with_a_bom_is_read_not_refused_as_binary(tmp_path: Path) -> None:
+    text = (
+        "// \u00e9t\u00e9\nint add(int a, int b) { return a + b; }\n"
+        "int two(void) { return add(1, 1); }\n"
+    )
+    for bom, codec in ((b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be")):
+        path = tmp_path / f"{codec}.c"
+        path.write_bytes(bom + text.encode(codec))
+        [raw] = run_handler(handle, path, format="code")
+        sub = json.loads(raw)
+        props = sub["nodes"][0]["properties"]
+        assert sub["canonicalText"] == text
+        assert props["encoding"] == codec
+        assert "replaced_bytes" not in props
+        assert props["bytes"] == len(text.encode(codec)) + 2
+        assert [n["properties"]["name"] for n in sub["nodes"][1:]] == ["add", "two"]
+
+
+def test_a_python_coding_declaration_is_honoured(tmp_path: Path) -> None:
+    path = tmp_path / "legacy.py"
+    path.write_bytes(b"# -*- coding: latin-1 -*-\ndef caf\xe9():\n    return '\xa3'\n")
+    [raw] = run_handler(handle, path, format="code")
+    sub = json.loads(raw)
+    props = sub["nodes"][0]["properties"]
+    assert props["encoding"] == "iso8859-1"
+    assert "replaced_bytes" not in props
+    assert "return '\u00a3'" in sub["canonicalText"]
+    assert [n["properties"]["name"] for n in sub["nodes"][1:]] == ["caf\u00e9"]
+    # The same bytes in another language: a declaration means nothing there (UTF-8).
+    other = tmp_path / "legacy.js"
+    other.write_bytes(b"// -*- coding: latin-1 -*-\nfunction f() { return '\xa3'; }\n")
+    js = json.loads(run_handler(handle, other, format="code")[0])["nodes"][0]["properties"]
+    assert "encoding" not in js
+    assert js["replaced_bytes"] == 1
+
+
+@pytest.mark.parametrize(
+    "first_line",
+    [b"# coding: no-such-codec\n", b"# coding: utf-16\n", b"\xef\xbb\xbf# coding: latin-1\n"],
+)
+def test_a_coding_declaration_that_cannot_hold_is_read_as_utf8(
+    first_line: bytes, tmp_path: Path
+) -> None:
+    # Unknown codec; one that cannot spell its own ASCII declaration; a UTF-8 BOM that
+    # contradicts it. Each is read as UTF-8, its undecodable byte counted.
+    path = tmp_path / "odd.py"
+    path.write_bytes(first_line + b"x = '\xe9'\n")
+    props = json.loads(run_handler(handle, path, format="code")[0])["nodes"][0]["properties"]
+    assert "encoding" not in props
+    assert props["replaced_bytes"] == 1
+
+
 def test_syntax_errors_are_counted_not_fatal(tmp_path: Path) -> None:
     path = tmp_path / "broken.py"
     path.write_text("def ok():\n    return 1\n\ndef broken(:\n    pass\n")

@@ -63,7 +63,7 @@ def handle(job: Job) -> bytes:
         raise TooLarge(f"source file of {job.content.size} bytes is over max_file_bytes={limit}")
     ident = identity(job)
     raw = job.read_bytes()
-    source = decode_source(raw)
+    source = decode_source(raw, python=ident.language == "python")
     _name, spec = language_for(ident.path, job.options.get("language"))
     return project_file(spec, ident, source, raw, job.options)
 
