@@ -101,6 +101,16 @@ def test_packages_are_archives_named_without_their_suffix(
     assert all(c["name"].startswith(f"code:{root}/") for c in _children(subs).values())
 
 
+def test_headers_count_as_the_language_their_bytes_say(tmp_path: Path) -> None:
+    files = {
+        "src/shape.h": b"namespace geo {\nclass Shape {\n public:\n  int n();\n};\n}\n",
+        "src/point.h": b"struct point { int x; };\nint norm(struct point p);\n",
+        "src/point.c": b'#include "point.h"\nint norm(struct point p) { return p.x; }\n',
+    }
+    subs = _run(tmp_path, "geo.zip", zip_bytes(files))
+    assert _repository(subs)["languages"] == {"c": 2, "cpp": 1}
+
+
 def test_rust_children_get_their_crate_module_tree(tmp_path: Path) -> None:
     subs = _run(tmp_path, "mini-rs.zip", zip_bytes(RUST_REPO))
     lib = _children(subs)["src/lib.rs"]["options"]

@@ -11,6 +11,7 @@ import pytest
 
 from code_worker import handle
 from code_worker.ids import file_id, symbol_id
+from code_worker.languages import content_language
 from workers_common.conformance import check_determinism, check_submissions, run_handler
 from workers_common.pytest_plugin import GoldenDir
 
@@ -243,6 +244,61 @@ def test_a_coding_declaration_that_cannot_hold_is_read_as_utf8(
     props = json.loads(run_handler(handle, path, format="code")[0])["nodes"][0]["properties"]
     assert "encoding" not in props
     assert props["replaced_bytes"] == 1
+
+
+_CPP_HEADER = b"""#pragma once
+#include <vector>
+
+namespace geo {
+class Shape {
+ public:
+  virtual double area() const = 0;
+  double twice() const { return 2 * area(); }
+};
+}  // namespace geo
+"""
+
+_C_HEADER = b"""/* The class of a window, as X names it. */
+#ifdef __cplusplus
+extern "C" {
+#endif
+struct point { int x, y; };
+int distance(struct point a, struct point b);
+#ifdef __cplusplus
+}
+#endif
+"""
+
+
+@pytest.mark.parametrize(
+    ("text", "language"),
+    [
+        (_CPP_HEADER, "cpp"),
+        (_C_HEADER, "c"),
+        (b"template <typename T>\nT id(T x) { return x; }\n", "cpp"),
+        (b"#include <string>\nint f(void);\n", "cpp"),
+        (b"static int n = std::max(1, 2);\n", "cpp"),
+        (b"class Widget : public Base {};\n", "cpp"),
+        (b"  class passed to CreateWindow */\nint f(void);\n", "c"),
+        (b"#include <stdio.h>\nint main(void);\n", "c"),
+    ],
+)
+def test_a_header_is_c_or_cpp_by_its_bytes(text: bytes, language: str) -> None:
+    assert content_language("include/x.h", "c", text) == language
+    assert content_language("src/x.c", "c", text) == "c"  # only .h headers are sniffed
+
+
+def test_a_cpp_header_is_projected_as_cpp_unless_the_option_says(tmp_path: Path) -> None:
+    path = tmp_path / "shape.h"
+    path.write_bytes(_CPP_HEADER)
+    sub = json.loads(run_handler(handle, path, format="code")[0])
+    assert sub["nodes"][0]["properties"]["language"] == "cpp"
+    assert sub["nodes"][0]["properties"]["parse_errors"] == 0
+    labels = {n["properties"]["qualified_name"]: n["labels"][0] for n in sub["nodes"][1:]}
+    # A pure virtual declaration has no body: not a definition here, as in a .cpp file.
+    assert labels == {"geo::Shape": "CLASS", "geo::Shape::twice": "METHOD"}
+    forced = json.loads(run_handler(handle, path, format="code", options={"language": "c"})[0])
+    assert forced["nodes"][0]["properties"]["language"] == "c"
 
 
 def test_syntax_errors_are_counted_not_fatal(tmp_path: Path) -> None:
