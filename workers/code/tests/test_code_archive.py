@@ -83,6 +83,34 @@ def test_a_repository_fans_out_one_child_per_source_file(tmp_path: Path) -> None
     assert "code:file:mini_py/mini/core.py" in contains
 
 
+@pytest.mark.parametrize(
+    ("name", "make", "root"),
+    [
+        ("mini_rs-0.3.1.crate", lambda: tar_gz(RUST_REPO, prefix="mini_rs/"), "mini_rs-0.3.1"),
+        ("mini_py-1.0-py3-none-any.whl", lambda: zip_bytes(PY_REPO), "mini_py-1.0-py3-none-any"),
+    ],
+)
+def test_packages_are_archives_named_without_their_suffix(
+    name: str, make: Any, root: str, tmp_path: Path
+) -> None:
+    # A crates.io .crate is a tar.gz, a Python wheel a zip: the bytes say which.
+    subs = _run(tmp_path, name, make())
+    repo = _repository(subs)
+    assert repo["root"] == root
+    assert repo["files"] == len(_children(subs)) > 0
+    assert all(c["name"].startswith(f"code:{root}/") for c in _children(subs).values())
+
+
+def test_headers_count_as_the_language_their_bytes_say(tmp_path: Path) -> None:
+    files = {
+        "src/shape.h": b"namespace geo {\nclass Shape {\n public:\n  int n();\n};\n}\n",
+        "src/point.h": b"struct point { int x; };\nint norm(struct point p);\n",
+        "src/point.c": b'#include "point.h"\nint norm(struct point p) { return p.x; }\n',
+    }
+    subs = _run(tmp_path, "geo.zip", zip_bytes(files))
+    assert _repository(subs)["languages"] == {"c": 2, "cpp": 1}
+
+
 def test_rust_children_get_their_crate_module_tree(tmp_path: Path) -> None:
     subs = _run(tmp_path, "mini-rs.zip", zip_bytes(RUST_REPO))
     lib = _children(subs)["src/lib.rs"]["options"]

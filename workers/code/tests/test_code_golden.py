@@ -11,6 +11,7 @@ import pytest
 
 from code_worker import handle
 from code_worker.ids import file_id, symbol_id
+from code_worker.languages import content_language
 from workers_common.conformance import check_determinism, check_submissions, run_handler
 from workers_common.pytest_plugin import GoldenDir
 
@@ -191,6 +192,113 @@ def test_undecodable_bytes_are_replaced_and_counted(tmp_path: Path) -> None:
     assert sub["nodes"][0]["properties"]["replaced_bytes"] == 3  # \xe9, \xff, \xfe
     assert "\ufffd" in sub["canonicalText"]
     assert [n["properties"]["name"] for n in sub["nodes"][1:]] == ["f"]
+
+
+def test_a_utf16_source_with_a_bom_is_read_not_refused_as_binary(tmp_path: Path) -> None:
+    text = (
+        "// \u00e9t\u00e9\nint add(int a, int b) { return a + b; }\n"
+        "int two(void) { return add(1, 1); }\n"
+    )
+    for bom, codec in ((b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be")):
+        path = tmp_path / f"{codec}.c"
+        path.write_bytes(bom + text.encode(codec))
+        [raw] = run_handler(handle, path, format="code")
+        sub = json.loads(raw)
+        props = sub["nodes"][0]["properties"]
+        assert sub["canonicalText"] == text
+        assert props["encoding"] == codec
+        assert "replaced_bytes" not in props
+        assert props["bytes"] == len(text.encode(codec)) + 2
+        assert [n["properties"]["name"] for n in sub["nodes"][1:]] == ["add", "two"]
+
+
+def test_a_python_coding_declaration_is_honoured(tmp_path: Path) -> None:
+    path = tmp_path / "legacy.py"
+    path.write_bytes(b"# -*- coding: latin-1 -*-\ndef caf\xe9():\n    return '\xa3'\n")
+    [raw] = run_handler(handle, path, format="code")
+    sub = json.loads(raw)
+    props = sub["nodes"][0]["properties"]
+    assert props["encoding"] == "iso8859-1"
+    assert "replaced_bytes" not in props
+    assert "return '\u00a3'" in sub["canonicalText"]
+    assert [n["properties"]["name"] for n in sub["nodes"][1:]] == ["caf\u00e9"]
+    # The same bytes in another language: a declaration means nothing there (UTF-8).
+    other = tmp_path / "legacy.js"
+    other.write_bytes(b"// -*- coding: latin-1 -*-\nfunction f() { return '\xa3'; }\n")
+    js = json.loads(run_handler(handle, other, format="code")[0])["nodes"][0]["properties"]
+    assert "encoding" not in js
+    assert js["replaced_bytes"] == 1
+
+
+@pytest.mark.parametrize(
+    "first_line",
+    [b"# coding: no-such-codec\n", b"# coding: utf-16\n", b"\xef\xbb\xbf# coding: latin-1\n"],
+)
+def test_a_coding_declaration_that_cannot_hold_is_read_as_utf8(
+    first_line: bytes, tmp_path: Path
+) -> None:
+    # Unknown codec; one that cannot spell its own ASCII declaration; a UTF-8 BOM that
+    # contradicts it. Each is read as UTF-8, its undecodable byte counted.
+    path = tmp_path / "odd.py"
+    path.write_bytes(first_line + b"x = '\xe9'\n")
+    props = json.loads(run_handler(handle, path, format="code")[0])["nodes"][0]["properties"]
+    assert "encoding" not in props
+    assert props["replaced_bytes"] == 1
+
+
+_CPP_HEADER = b"""#pragma once
+#include <vector>
+
+namespace geo {
+class Shape {
+ public:
+  virtual double area() const = 0;
+  double twice() const { return 2 * area(); }
+};
+}  // namespace geo
+"""
+
+_C_HEADER = b"""/* The class of a window, as X names it. */
+#ifdef __cplusplus
+extern "C" {
+#endif
+struct point { int x, y; };
+int distance(struct point a, struct point b);
+#ifdef __cplusplus
+}
+#endif
+"""
+
+
+@pytest.mark.parametrize(
+    ("text", "language"),
+    [
+        (_CPP_HEADER, "cpp"),
+        (_C_HEADER, "c"),
+        (b"template <typename T>\nT id(T x) { return x; }\n", "cpp"),
+        (b"#include <string>\nint f(void);\n", "cpp"),
+        (b"static int n = std::max(1, 2);\n", "cpp"),
+        (b"class Widget : public Base {};\n", "cpp"),
+        (b"  class passed to CreateWindow */\nint f(void);\n", "c"),
+        (b"#include <stdio.h>\nint main(void);\n", "c"),
+    ],
+)
+def test_a_header_is_c_or_cpp_by_its_bytes(text: bytes, language: str) -> None:
+    assert content_language("include/x.h", "c", text) == language
+    assert content_language("src/x.c", "c", text) == "c"  # only .h headers are sniffed
+
+
+def test_a_cpp_header_is_projected_as_cpp_unless_the_option_says(tmp_path: Path) -> None:
+    path = tmp_path / "shape.h"
+    path.write_bytes(_CPP_HEADER)
+    sub = json.loads(run_handler(handle, path, format="code")[0])
+    assert sub["nodes"][0]["properties"]["language"] == "cpp"
+    assert sub["nodes"][0]["properties"]["parse_errors"] == 0
+    labels = {n["properties"]["qualified_name"]: n["labels"][0] for n in sub["nodes"][1:]}
+    # A pure virtual declaration has no body: not a definition here, as in a .cpp file.
+    assert labels == {"geo::Shape": "CLASS", "geo::Shape::twice": "METHOD"}
+    forced = json.loads(run_handler(handle, path, format="code", options={"language": "c"})[0])
+    assert forced["nodes"][0]["properties"]["language"] == "c"
 
 
 def test_syntax_errors_are_counted_not_fatal(tmp_path: Path) -> None:

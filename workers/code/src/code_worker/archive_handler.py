@@ -57,7 +57,19 @@ CHILDREN_PER_PARTIAL = 2000
 """Child jobs per partial (the core takes at most 10,000 per submission by default)."""
 BYTES_PER_PARTIAL = 24 * 1024 * 1024
 """Encoded child jobs (content and options) per partial (a submission is at most 64 MiB)."""
-_SUFFIXES = (".tar.gz", ".tar.xz", ".tar.bz2", ".tgz", ".txz", ".tbz2", ".tbz", ".zip", ".tar")
+_SUFFIXES = (
+    ".tar.gz",
+    ".tar.xz",
+    ".tar.bz2",
+    ".tgz",
+    ".txz",
+    ".tbz2",
+    ".tbz",
+    ".zip",
+    ".tar",
+    ".crate",  # crates.io's packages: tar.gz
+    ".whl",  # Python wheels: zip
+)
 
 
 def archive_root(job: Job) -> str:

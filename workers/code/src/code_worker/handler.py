@@ -7,7 +7,7 @@ children):
 - `path`            the file's path in the repository (default: its file name)
 - `resolve`         import → repository path table, computed by the archive worker
 - `module`, `crate`, `go_modules`  layout facts the archive worker knows (see README)
-- `language`        overrides the language the file name says
+- `language`        overrides the language the file name (or a `.h` header's bytes) says
 - `max_file_bytes`  refuse a larger file as too_large (default 4 MiB)
 - `max_parse_ms`    CPU time tree-sitter may spend parsing the file (default 10,000);
                     past it the job fails too_large (permanent)
@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from workers_common import Handler, InvalidInput, Job, TooLarge
 
 from .archive_handler import handle_archive
-from .languages import language_for
+from .languages import content_language, language_for
 from .limits import DEFAULT_MAX_FILE_BYTES, int_option
 from .projection import FileIdentity, project_file
 from .source import decode_source
@@ -63,8 +63,12 @@ def handle(job: Job) -> bytes:
         raise TooLarge(f"source file of {job.content.size} bytes is over max_file_bytes={limit}")
     ident = identity(job)
     raw = job.read_bytes()
-    source = decode_source(raw)
-    _name, spec = language_for(ident.path, job.options.get("language"))
+    given = job.options.get("language")
+    if not (isinstance(given, str) and given.strip()):  # the option wins over the bytes
+        given = content_language(ident.path, ident.language, raw)
+        ident = FileIdentity(ident.root, ident.path, given)
+    source = decode_source(raw, python=ident.language == "python")
+    _name, spec = language_for(ident.path, given)
     return project_file(spec, ident, source, raw, job.options)
 
 

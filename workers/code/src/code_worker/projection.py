@@ -92,6 +92,8 @@ class _Projector:
         }
         if src.replaced:
             props["replaced_bytes"] = src.replaced
+        if src.encoding != "utf-8":  # a BOM or a Python coding declaration said so
+            props["encoding"] = src.encoding
         if model is not None:
             counts: Counter[str] = Counter(model.counts)
             props["symbols"] = len(model.definitions)

@@ -21,7 +21,7 @@ import pathspec
 from workers_common import formats
 
 from .archive import Listing, Member
-from .languages import extension_language
+from .languages import content_language, extension_language
 from .manifests import MANIFEST_NAMES, Package, parse_manifest
 
 __all__ = ["DEFAULT_EXCLUDES", "Repository", "plan_repository"]
@@ -177,6 +177,8 @@ def plan_repository(
         if _minified(member):
             repo.skipped["minified"] += 1
             continue
+        if member.data is not None:  # a `.h` header: C or C++ by its bytes, as its job sees it
+            language = content_language(member.path, language, member.data)
         repo.sources.append(member)
         repo.languages[member.path] = language
     return repo
