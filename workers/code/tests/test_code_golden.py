@@ -301,6 +301,44 @@ def test_a_cpp_header_is_projected_as_cpp_unless_the_option_says(tmp_path: Path)
     assert forced["nodes"][0]["properties"]["language"] == "c"
 
 
+_FLOW = b"""/**
+ * Copyright notice.
+ *
+ * @flow strict-local
+ * @format
+ */
+
+import type {Point} from './geometry';
+
+export type Pair<T> = {first: T, second: T};
+
+export function swap<T>(pair: Pair<T>): Pair<T> {
+  return {first: pair.second, second: pair.first};
+}
+
+function twice(p: Point): Pair<Point> {
+  return swap({first: p, second: p});
+}
+"""
+
+
+def test_flow_javascript_is_read_with_the_tsx_grammar(tmp_path: Path) -> None:
+    path = tmp_path / "pairs.js"
+    path.write_bytes(_FLOW)
+    sub = json.loads(run_handler(handle, path, format="code")[0])
+    props = sub["nodes"][0]["properties"]
+    assert (props["language"], props["dialect"], props["parse_errors"]) == ("javascript", "flow", 0)
+    names = {n["properties"]["name"]: n["labels"][0] for n in sub["nodes"][1:]}
+    assert names == {"Pair": "TYPE", "swap": "FUNCTION", "twice": "FUNCTION"}
+    assert props["calls_local"] == 1
+    # `@flow` past the leading comments is not the pragma: plain JavaScript.
+    plain = tmp_path / "plain.js"
+    plain.write_bytes(b"// utilities\nfunction f() { return '@flow'; }\n/* @flow */\n")
+    props = json.loads(run_handler(handle, plain, format="code")[0])["nodes"][0]["properties"]
+    assert "dialect" not in props
+    assert props["language"] == "javascript"
+
+
 def test_syntax_errors_are_counted_not_fatal(tmp_path: Path) -> None:
     path = tmp_path / "broken.py"
     path.write_text("def ok():\n    return 1\n\ndef broken(:\n    pass\n")

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from workers_common import Handler, InvalidInput, Job, TooLarge
 
 from .archive_handler import handle_archive
-from .languages import content_language, language_for
+from .languages import content_language, grammar_for, language_for
 from .limits import DEFAULT_MAX_FILE_BYTES, int_option
 from .projection import FileIdentity, project_file
 from .source import decode_source
@@ -69,7 +69,7 @@ def handle(job: Job) -> bytes:
         ident = FileIdentity(ident.root, ident.path, given)
     source = decode_source(raw, python=ident.language == "python")
     _name, spec = language_for(ident.path, given)
-    return project_file(spec, ident, source, raw, job.options)
+    return project_file(grammar_for(spec, raw), ident, source, raw, job.options)
 
 
 HANDLERS: Mapping[str, Handler] = {"code": handle, "code-archive": handle_archive}

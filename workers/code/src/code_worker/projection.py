@@ -94,6 +94,8 @@ class _Projector:
             props["replaced_bytes"] = src.replaced
         if src.encoding != "utf-8":  # a BOM or a Python coding declaration said so
             props["encoding"] = src.encoding
+        if self.spec is not None and self.spec.name == "flow":  # JavaScript read as TSX
+            props["dialect"] = "flow"
         if model is not None:
             counts: Counter[str] = Counter(model.counts)
             props["symbols"] = len(model.definitions)

