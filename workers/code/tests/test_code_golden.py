@@ -95,6 +95,52 @@ def test_go_symbols_are_keyed_by_package_directory(tmp_path: Path) -> None:
     assert "code:sym:demo/server#init~2" in _by_id(sub)
 
 
+_GO_DOT_TEST = b"""package server_test
+
+import (
+	. "example.com/demo/server"
+	"testing"
+)
+
+func TestRun(t *testing.T) {
+	s := NewServer()
+	s.Run()
+	if !helper() {
+		t.Fatal(Describe())
+	}
+}
+"""
+
+
+@pytest.mark.parametrize(
+    ("extra", "expected"),
+    [
+        # One dot import of the archive: its exported names are that package's.
+        ("", "code:sym:demo/server#NewServer"),
+        # Two dot imports, one of them external: which one defines it is not known.
+        ('import . "github.com/onsi/gomega"\n', None),
+    ],
+)
+def test_go_dot_imports_name_the_imported_package(
+    extra: str, expected: str | None, tmp_path: Path
+) -> None:
+    path = tmp_path / "server_test.go"
+    path.write_bytes(_GO_DOT_TEST.replace(b"\nfunc", extra.encode() + b"\nfunc", 1))
+    options: dict[str, object] = {"root": "demo", "path": "server/server_test.go"}
+    options["go_modules"] = {"example.com/demo": ""}
+    sub = json.loads(run_handler(handle, path, format="code", options=options)[0])
+    calls = {callee for _, callee in _calls(sub)}
+    caller = "code:sym:demo/server/server_test#"
+    # Unexported: the external test package's own helper, by Go's rule.
+    assert caller + "helper" in calls
+    if expected is None:
+        assert not any(c.endswith(("#NewServer", "#Describe")) for c in calls)
+    else:
+        assert expected in calls
+        assert "code:sym:demo/server#Describe" in calls
+        assert caller + "NewServer" not in calls
+
+
 def test_java_imports_and_same_package_classes(tmp_path: Path) -> None:
     _, sub = _project(tmp_path, LANGUAGE_FILES["java"])
     sym = "code:sym:demo/src/com/ex/App.java#"

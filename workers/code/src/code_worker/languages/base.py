@@ -94,6 +94,8 @@ class FileContext:
     """Go: the package clause's name; Java: the package declaration."""
     cache: dict[int, frozenset[str]] = field(default_factory=dict)
     """A language module's per-file memo (Go: the names each function declares)."""
+    dot_imports: list[str | None] = field(default_factory=list)
+    """Go: the package directory of each `import . "path"` (None: not in the archive)."""
 
     @property
     def directory(self) -> str:

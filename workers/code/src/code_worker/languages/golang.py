@@ -98,6 +98,8 @@ def imports(node: Node, ctx: FileContext) -> list[ImportRef]:
     bindings = (
         () if directory is None or local in (".", "_") else (Binding(local, Target(directory)),)
     )
+    if local == ".":
+        ctx.dot_imports.append(directory)
     return [ImportRef(written, None, bindings)]
 
 
@@ -181,9 +183,16 @@ def callee(call: Node, node: Node, ctx: FileContext) -> CallForm | None:
 
 
 def fallback(call: CallForm, ctx: FileContext) -> Target | None:
-    """A bare call to nothing of this file is, by Go's rules, another file of the package."""
+    """A bare call to nothing of this file is, by Go's rules, another file of the package;
+    except an exported name in a file with a dot import (`import . "x"`, what an external
+    test package does with the package under test): that is the imported package's when
+    the file has one dot import, of the archive, and unresolved when it has others (an
+    external one, or two: which one defines it is not known here)."""
     if call.kind != "bare" or call.name in _BUILTINS:
         return None
+    if ctx.dot_imports and call.name[:1].isupper():
+        [directory] = ctx.dot_imports if len(ctx.dot_imports) == 1 else [None]
+        return None if directory is None else Target(directory, call.name)
     return Target(_id_path(ctx), call.name)
 
 
