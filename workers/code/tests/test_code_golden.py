@@ -153,6 +153,28 @@ def test_java_imports_and_same_package_classes(tmp_path: Path) -> None:
     assert not any(caller == sym + "App.init" and "run" in callee for caller, callee in calls)
 
 
+def test_java_calls_on_a_static_imported_field_are_the_fields_type(tmp_path: Path) -> None:
+    path = tmp_path / "Job.java"
+    path.write_text(
+        "package com.ex;\n\n"
+        "import static com.ex.util.Tools.LOG;\n"
+        "import static com.ex.util.Tools.theUnsafe;\n"
+        "import static com.ex.util.Tools.Inner;\n"
+        "import static com.ex.util.Tools.max;\n\n"
+        "class Job {\n"
+        "    void go() { LOG.info(); theUnsafe.get(); Inner.make(); max(); }\n"
+        "}\n"
+    )
+    resolve = {"com.ex.util.Tools": "src/com/ex/util/Tools.java"}
+    options = {"root": "demo", "path": "src/com/ex/Job.java", "resolve": resolve}
+    sub = json.loads(run_handler(handle, path, format="code", options=options)[0])
+    tools = "code:sym:demo/src/com/ex/util/Tools.java#Tools."
+    # LOG and theUnsafe are fields: their methods are their types', not Tools'.
+    assert {callee for _, callee in _calls(sub)} == {tools + "Inner.make", tools + "max"}
+    props = sub["nodes"][0]["properties"]
+    assert (props["calls_cross_file"], props["calls_unresolved"]) == (2, 2)
+
+
 COMMONJS = Fixture(
     "lib/b.js",
     "const a = require('./a');\n"

@@ -96,6 +96,9 @@ class FileContext:
     """A language module's per-file memo (Go: the names each function declares)."""
     dot_imports: list[str | None] = field(default_factory=list)
     """Go: the package directory of each `import . "path"` (None: not in the archive)."""
+    value_imports: set[str] = field(default_factory=set)
+    """Java: names a static import binds that are spelled as values (`LOGGER`, `theUnsafe`):
+    fields, whose methods are their types', not the importing class's."""
 
     @property
     def directory(self) -> str:

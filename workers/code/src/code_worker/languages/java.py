@@ -47,6 +47,8 @@ def imports(node: Node, ctx: FileContext) -> list[ImportRef]:
         return [ImportRef(written + ".*", None)]
     if is_static:
         owner, _, member = written.rpartition(".")
+        if _spelled_as_value(member):
+            ctx.value_imports.add(member)
         path = ctx.resolve.get(owner)
         simple = owner.rpartition(".")[2]
         binding = (Binding(member, Target(path, f"{simple}.{member}")),) if path else ()
@@ -54,6 +56,12 @@ def imports(node: Node, ctx: FileContext) -> list[ImportRef]:
     path = ctx.resolve.get(written)
     simple = written.rpartition(".")[2]
     return [ImportRef(written, path, (Binding(simple, Target(path, simple)),) if path else ())]
+
+
+def _spelled_as_value(name: str) -> bool:
+    """A field's name by Java's conventions (a constant's ALL_CAPS, a field's lowerCamel),
+    not a nested class's UpperCamel."""
+    return name[:1].islower() or (len(name) > 1 and name.upper() == name)
 
 
 def callee(call: Node, _node: Node, ctx: FileContext) -> CallForm | None:
@@ -64,7 +72,10 @@ def callee(call: Node, _node: Node, ctx: FileContext) -> CallForm | None:
     if obj.type == "this":
         return CallForm("self", name)
     if obj.type == "identifier":
-        return CallForm("qualified", name, (node_text(obj, ctx.source),))
+        receiver = node_text(obj, ctx.source)
+        if receiver in ctx.value_imports:  # `LOGGER.log()`: a method of the field's type
+            return None
+        return CallForm("qualified", name, (receiver,))
     return None
 
 
