@@ -100,20 +100,38 @@ def _pattern_kinds(spec: Spec) -> tuple[str, ...]:
 
 
 @cache
+def _pattern_code(spec: Spec) -> tuple[str, ...]:
+    """Each pattern's text in the query file, its comments left out."""
+    query, data = _query(spec), _query_text(spec).encode()
+    out = []
+    for index in range(query.pattern_count):
+        text = data[query.start_byte_for_pattern(index) : query.end_byte_for_pattern(index)]
+        out.append("\n".join(line.split(";", 1)[0] for line in text.decode().splitlines()))
+    return tuple(out)
+
+
+@cache
 def _pattern_texts(spec: Spec) -> tuple[tuple[tuple[str, str], ...], ...]:
     """For each pattern, its `@_text.X` captures: (capture, X), the text each must read.
     The query's own `#eq?` would do it, but py-tree-sitter reads the text of a tree parsed
     from a callback (parse() below) out of a source such a tree does not keep: it crashes."""
-    query, data = _query(spec), _query_text(spec)
-    out = []
-    for index in range(query.pattern_count):
-        text = data.encode()[
-            query.start_byte_for_pattern(index) : query.end_byte_for_pattern(index)
-        ]
-        code = "\n".join(line.split(";", 1)[0] for line in text.decode().splitlines())
-        names = re.findall(r"@(_text\.([\w$]+))", code)
-        out.append(tuple((capture, word) for capture, word in names))
-    return tuple(out)
+    return tuple(
+        tuple((capture, word) for capture, word in re.findall(r"@(_text\.([\w$]+))", code))
+        for code in _pattern_code(spec)
+    )
+
+
+@cache
+def _pattern_defs(spec: Spec) -> tuple[tuple[tuple[str, str | None], ...], ...]:
+    """For each pattern, its `@def.<LABEL>` and `@scope` captures: (capture, label or None),
+    read off once instead of testing every capture's name in every match."""
+    return tuple(
+        tuple(
+            (capture, label or None)
+            for capture, label in re.findall(r"@(def\.(\w+)|scope)\b", code)
+        )
+        for code in _pattern_code(spec)
+    )
 
 
 def _texts_hold(
@@ -196,32 +214,31 @@ def _collect(
     # Calls come with their sort key (start, end, arrival) so the sort compares ints only,
     # in the order a stable sort on (start, end) gives.
     placed: list[tuple[int, int, int, Node, Node]] = []
-    kinds, texts = _pattern_kinds(spec), _pattern_texts(spec)
+    kinds, texts, plans = _pattern_kinds(spec), _pattern_texts(spec), _pattern_defs(spec)
     for pattern, captures in QueryCursor(_query(spec)).matches(tree.root_node):
         if texts[pattern] and not _texts_hold(texts[pattern], captures, source):
             continue
         kind = kinds[pattern]
-        if kind == "import":
-            imports.append(captures["import"][0])
-            continue
         if kind == "call":
             call = captures["call"][0]
             callee = captures["callee"][0] if "callee" in captures else call
             placed.append((call.start_byte, call.end_byte, len(placed), call, callee))
             continue
+        if kind == "import":
+            imports.append(captures["import"][0])
+            continue
         name_node = captures["name"][0]
-        for capture, nodes in captures.items():
-            if capture == "scope" or capture.startswith("def."):
-                node = nodes[0]
-                label = None if capture == "scope" else capture[4:]
-                name = (
-                    _scope_name(spec, node, name_node, source)
-                    if label is None
-                    else _name(spec, name_node, source)
-                )
-                defs.setdefault(
-                    (node.start_byte, -node.end_byte), Definition(label, name, node, name_node)
-                )
+        for capture, label in plans[pattern]:
+            node = captures[capture][0]
+            key = (node.start_byte, -node.end_byte)
+            if key in defs:  # the first match of a node names it: not read again
+                continue
+            name = (
+                _scope_name(spec, node, name_node, source)
+                if label is None
+                else _name(spec, name_node, source)
+            )
+            defs[key] = Definition(label, name, node, name_node)
     ordered = [defs[key] for key in sorted(defs)]
     imports.sort(key=lambda n: n.start_byte)
     placed.sort()

@@ -202,11 +202,9 @@ def _identifier(value: object, what: str) -> str:
 
 def _fits_wire(text: str, max_bytes: int) -> bool:
     """The core's rule for ids and names: 1..=max_bytes UTF-8 bytes, no control characters."""
-    return (
-        bool(text)
-        and len(text.encode("utf-8", "surrogatepass")) <= max_bytes
-        and not _CONTROL.search(text)
-    )
+    # An ASCII str is as long as its UTF-8 (isascii is a flag read): no copy to measure it.
+    size = len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+    return 0 < size <= max_bytes and not _CONTROL.search(text)
 
 
 def is_node_id(text: str) -> bool:
@@ -258,6 +256,10 @@ def _span_kind(value: object) -> str:
 
 def _labels(labels: object) -> list[str]:
     """A node's labels: identifiers, at least one, at most the per-node cap, no duplicates."""
+    if type(labels) is list and len(labels) == 1:  # most nodes: one label checked before
+        label = labels[0]
+        if type(label) is str and label in _KNOWN_IDENTIFIERS:
+            return [label]
     if type(labels) is not list and (isinstance(labels, str) or not isinstance(labels, Sequence)):
         raise BuilderTypeError("labels must be a sequence of str")
     checked = [_identifier(label, "label") for label in labels]
@@ -292,6 +294,21 @@ def _confidence(value: object, what: str) -> float:
     if not 0.0 <= value <= 1.0:  # also false for NaN
         raise BuilderError(f"{what} must be within [0, 1], not {value!r}")
     return float(value)
+
+
+@dataclass(frozen=True, slots=True)
+class _EndNames:
+    """One end of an edge: its keys on the wire and its arguments, spelled once (an edge
+    is added tens of thousands of times per submission)."""
+
+    ref_key: str
+    id_key: str
+    ref_arg: str
+    id_arg: str
+
+
+_FROM = _EndNames("fromRef", "fromId", "from_ref", "from_id")
+_TO = _EndNames("toRef", "toId", "to_ref", "to_id")
 
 
 class IngestionResultBuilder:
@@ -467,11 +484,14 @@ class IngestionResultBuilder:
         checked = _labels(labels)
         node: dict[str, Any] = {
             "labels": checked,
-            "properties": _object(properties or {}, "properties"),
+            "properties": _object(properties, "properties") if properties else {},
             "spanRefs": [],
         }
-        # dict.fromkeys: first-seen order without duplicates, in linear time.
-        refs = list(dict.fromkeys(self._span_index(span) for span in spans))
+        if type(spans) is list and len(spans) < 2:  # most nodes: one span or none
+            refs = [self._span_index(span) for span in spans]
+        else:
+            # dict.fromkeys: first-seen order without duplicates, in linear time.
+            refs = list(dict.fromkeys(self._span_index(span) for span in spans))
         if len(refs) > _SPAN_REFS_CAP:
             raise TooManySpanRefs(
                 f"a node with {len(refs)} spans is over the limit of {_SPAN_REFS_CAP}"
@@ -529,15 +549,20 @@ class IngestionResultBuilder:
     ) -> None:
         """Adds an edge; each end is a node of this submission (`*_ref`) or any node by id."""
         edge: dict[str, JsonValue] = {"type": _identifier(edge_type, "edge type")}
-        for end, ref, node_id in (("from", from_ref, from_id), ("to", to_ref, to_id)):
-            if (ref is None) == (node_id is None):
-                raise BuilderError(f"give exactly one of {end}_ref and {end}_id")
-            if ref is not None:
-                edge[f"{end}Ref"] = self._node_index(ref, f"{end}_ref")
-            else:
-                edge[f"{end}Id"] = _node_id(node_id, f"{end}_id", given=False)
-        edge["properties"] = _object(properties or {}, "properties")
+        self._end(edge, _FROM, from_ref, from_id)
+        self._end(edge, _TO, to_ref, to_id)
+        edge["properties"] = _object(properties, "properties") if properties else {}
         self._relationships.append(edge)
+
+    def _end(
+        self, edge: dict[str, JsonValue], names: _EndNames, ref: NodeRef | None, node_id: str | None
+    ) -> None:
+        if ref is not None and node_id is None:
+            edge[names.ref_key] = self._node_index(ref, names.ref_arg)
+        elif ref is None and node_id is not None:
+            edge[names.id_key] = _node_id(node_id, names.id_arg, given=False)
+        else:
+            raise BuilderError(f"give exactly one of {names.ref_arg} and {names.id_arg}")
 
     # -- pre-encoded runs ------------------------------------------------------------------
 

@@ -73,22 +73,22 @@ def file_of(module: list[str], ctx: FileContext) -> str | None:
 
 def absolute(segments: list[str], ctx: FileContext) -> list[str] | None:
     """`crate::a`, `self::a`, `super::a` → the path from the crate root (None: external)."""
-    own = _own_module(ctx)
     if not segments:
         return None
     head = segments[0]
     if head == "crate":
         return segments[1:]
+    if head not in ("self", "super"):
+        return None  # `std::…`, another crate: this file's own module is not needed
+    own = _own_module(ctx)
     if head == "self":
         return [*own, *segments[1:]]
-    if head == "super":
-        ups = 0
-        while ups < len(segments) and segments[ups] == "super":
-            ups += 1
-        if ups > len(own):
-            return None
-        return [*own[: len(own) - ups], *segments[ups:]]
-    return None
+    ups = 0
+    while ups < len(segments) and segments[ups] == "super":
+        ups += 1
+    if ups > len(own):
+        return None
+    return [*own[: len(own) - ups], *segments[ups:]]
 
 
 def _follow(path: list[str], ctx: FileContext) -> list[str]:
