@@ -638,3 +638,75 @@ def test_a_document_over_its_limit_is_a_too_large_child(
     # A document between max_file_bytes and max_document_bytes is read and routed whole.
     assert "contentB64" in docs["mid.md"]
     assert "oversize" not in docs["mid.md"].get("options", {})
+
+
+_TS_APP = {
+    "tsconfig.base.json": b"""{
+  // Shared by the apps. A URL is not a comment: https://example.com/x
+  "compilerOptions": {
+    "baseUrl": ".",
+    "paths": {
+      "@/*": ["./src/*"],
+      "@ui/*": ["./packages/ui/src/*", "./vendor/ui/*"],
+      "config": ["./src/config/index.ts"],
+    },
+  },
+}
+""",
+    "tsconfig.json": b'{"extends": "./tsconfig.base", /* the app */ "include": ["src"]}\n',
+    "src/app.ts": (
+        b"import { greet } from '@/lib/greet';\n"
+        b"import { Button } from '@ui/button';\n"
+        b"import { load } from 'config';\n"
+        b"import React from 'react';\n"
+        b"export function main() { greet(); Button(); load(); }\n"
+    ),
+    "src/lib/greet.ts": b"export function greet() { return 1; }\n",
+    "packages/ui/src/button.tsx": b"export function Button() { return null; }\n",
+    "src/config/index.ts": b"export function load() { return {}; }\n",
+    # A project of its own, without paths: `@/` is a package there, as tsc would say.
+    "tools/tsconfig.json": b'{"compilerOptions": {"strict": true}}\n',
+    "tools/run.ts": b"import { greet } from '@/lib/greet';\nexport function run() { greet(); }\n",
+}
+
+
+def test_tsconfig_paths_aliases_resolve_and_their_calls_heal(tmp_path: Path) -> None:
+    projected = _fan_out(tmp_path, "web.zip", _TS_APP)
+    edges, ids = _cross(projected)
+    expected = {
+        ("main", "code:sym:web/src/lib/greet.ts#greet"),
+        ("main", "code:sym:web/packages/ui/src/button.tsx#Button"),
+        ("main", "code:sym:web/src/config/index.ts#load"),
+    }
+    assert edges == expected
+    assert {target for _, target in edges} <= ids  # every one heals
+    app = projected["src/app.ts"]["nodes"][0]["properties"]
+    assert app["calls_cross_file"] == 3
+    imports = {r.get("toId") for r in projected["src/app.ts"]["relationships"]}
+    assert "code:file:web/src/lib/greet.ts" in imports
+    tools = projected["tools/run.ts"]["nodes"][0]["properties"]
+    assert (tools["calls_cross_file"], tools["calls_unresolved"]) == (0, 1)
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        (b'{"a": 1, // one\n "b": [1, 2,],}', {"a": 1, "b": [1, 2]}),
+        (
+            b'/* head */ {"u": "http://x//y", "c": "/* kept */"}',
+            {"u": "http://x//y", "c": "/* kept */"},
+        ),
+        (b'\xef\xbb\xbf{"s": "a\\"//b"}', {"s": 'a"//b'}),
+    ],
+)
+def test_tsconfig_is_read_as_json_with_comments(text: bytes, value: object) -> None:
+    from code_worker.tsconfig import read_jsonc
+
+    assert read_jsonc(text) == value
+
+
+def test_a_broken_tsconfig_is_ignored(tmp_path: Path) -> None:
+    files = dict(_TS_APP)
+    files["tsconfig.base.json"] = b'{"compilerOptions": {"paths": {"@/*": ["./src/*"]}'  # cut
+    edges, _ids = _cross(_fan_out(tmp_path, "web.zip", files))
+    assert edges == set()  # nothing resolves through a config that cannot be read

@@ -223,7 +223,7 @@ def handle_archive(job: Job) -> Generator[dict[str, Any], Sequence[str], None]:
     repo = plan_repository(listing, job.options, routed)
     root = archive_root(job)
     files = {m.path: m.data for m in repo.sources if m.data is not None}
-    layout = Layout(files, {p: repo.languages[p] for p in files})
+    layout = Layout(files, {p: repo.languages[p] for p in files}, repo.ts_configs)
     builder = IngestionResultBuilder(options=job.options)
     repo_ref = _repository_node(builder, root, listing, repo)
     repo_id = repository_id(root)

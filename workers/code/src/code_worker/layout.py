@@ -30,6 +30,7 @@ from .languages.ecmascript import relative_target
 from .languages.python import module_name
 from .languages.rust import module_of_path
 from .reexports import HOPS, python_reexports, rust_absolute, rust_reexports
+from .tsconfig import nearest, path_maps
 
 __all__ = ["MAX_TABLE", "Layout"]
 
@@ -52,6 +53,10 @@ back could only fail again, once per blank (most of the scan's time on indented 
 _JS_SPEC = re.compile(
     rb"""(?:\bfrom|\bimport|\brequire\s*\(|\bimport\s*\()\s*['"](\.{1,2}/[^'"\n]*)['"]"""
 )
+_JS_ALIAS = re.compile(
+    rb"""(?:\bfrom|\bimport|\brequire\s*\(|\bimport\s*\()\s*['"]([^'".#*=\s][^'"\n]*)['"]"""
+)
+"""A specifier that is not relative (nor `#` subpath import): a package, or an alias."""
 _JAVA_PACKAGE = re.compile(rb"^[ \t]*package[ \t]+([\w.]+)[ \t]*;", re.M)
 _JAVA_IMPORT = re.compile(rb"^[ \t]*import[ \t]+(?:static[ \t]+)?([\w.]+)[ \t]*;", re.M)
 _NON_WORD = bytes(
@@ -161,9 +166,16 @@ def _module_in(root: str, path: str) -> list[str] | None:
 class Layout:
     """Indexes of one archive's source files, and each file's table from them."""
 
-    def __init__(self, files: Mapping[str, bytes], languages: Mapping[str, str]) -> None:
+    def __init__(
+        self,
+        files: Mapping[str, bytes],
+        languages: Mapping[str, str],
+        ts_configs: Mapping[str, bytes] | None = None,
+    ) -> None:
         self.files = files
         self.languages = languages
+        self.ts_paths = path_maps(ts_configs or {})
+        """Folder → its tsconfig's import aliases (tsconfig.py)."""
         self.paths = frozenset(files)
         self._defined: dict[str, frozenset[bytes]] = {}
         self._py_lines: dict[str, _PythonLines] = {}
@@ -396,13 +408,26 @@ class Layout:
         for match in _JS_SPEC.finditer(self.files[path]):
             specifier = match.group(1).decode("utf-8", "replace")
             base = relative_target(specifier, path)
-            if base is None:
-                continue
-            for candidate in [base + s for s in _JS_SUFFIXES] + [base + s for s in _JS_INDEX]:
-                if candidate in self.paths:
-                    table[specifier] = candidate
-                    break
+            found = None if base is None else self._js_file(base)
+            if found is not None:
+                table[specifier] = found
+        aliases = nearest(self.ts_paths, path) if self.ts_paths else None
+        if aliases is not None:  # `@/components/x` through the project's tsconfig paths
+            for match in _JS_ALIAS.finditer(self.files[path]):
+                specifier = match.group(1).decode("utf-8", "replace")
+                for base in aliases.targets(specifier):
+                    found = self._js_file(base)
+                    if found is not None:
+                        table[specifier] = found
+                        break
         return table
+
+    def _js_file(self, base: str) -> str | None:
+        """The archive's file a module path names: as written, with a suffix, or an index."""
+        for candidate in [base + s for s in _JS_SUFFIXES] + [base + s for s in _JS_INDEX]:
+            if candidate in self.paths:
+                return candidate
+        return None
 
     # -- java ------------------------------------------------------------------------------
 

@@ -23,6 +23,7 @@ from workers_common import formats
 from .archive import Listing, Member
 from .languages import content_language, extension_language
 from .manifests import MANIFEST_NAMES, Package, parse_manifest
+from .tsconfig import is_config
 
 __all__ = ["DEFAULT_EXCLUDES", "Repository", "plan_repository"]
 
@@ -60,6 +61,8 @@ class Repository:
     bad_manifests: list[str] = field(default_factory=list)
     go_modules: dict[str, str] = field(default_factory=dict)
     crate_names: dict[str, str] = field(default_factory=dict)
+    ts_configs: dict[str, bytes] = field(default_factory=dict)
+    """tsconfig*.json / jsconfig*.json by path: their import aliases (tsconfig.py)."""
 
 
 def _patterns(value: object) -> list[str]:
@@ -103,6 +106,14 @@ def _minified(member: Member) -> bool:
         return False
     lines = member.data.count(b"\n") + 1
     return len(member.data) > 4096 and len(member.data) / lines > _MINIFIED_LINE
+
+
+def _project_file(repo: Repository, member: Member) -> None:
+    """A manifest's PACKAGE, a tsconfig's aliases: what a member says of the project."""
+    if member.path.rsplit("/", 1)[-1] in MANIFEST_NAMES:
+        _manifest(repo, member)
+    if member.data is not None and is_config(member.path):
+        repo.ts_configs[member.path] = member.data
 
 
 def _manifest(repo: Repository, member: Member) -> None:
@@ -164,8 +175,7 @@ def plan_repository(
         if _ignored(member.path, ignores):
             repo.skipped["gitignored"] += 1
             continue
-        if member.path.rsplit("/", 1)[-1] in MANIFEST_NAMES:
-            _manifest(repo, member)
+        _project_file(repo, member)
         if included is not None and not included.match_file(member.path):
             repo.skipped["not_included"] += 1
             continue

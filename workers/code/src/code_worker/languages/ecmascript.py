@@ -44,10 +44,16 @@ def relative_target(specifier: str, importer: str) -> str | None:
 
 
 def file_of(specifier: str, ctx: FileContext) -> str | None:
-    if not specifier.startswith(("./", "../")):
-        return None
+    relative = specifier.startswith(("./", "../"))
     if "resolve" in ctx.options:
-        return ctx.resolve.get(specifier)
+        # The archive's table: relative specifiers, and the aliases of the project's
+        # tsconfig `paths` (`@/x`); the table's own keys (`#file`, `*file`, `=name`) are
+        # not specifiers.
+        if relative or not specifier.startswith(("#", "*", "=")):
+            return ctx.resolve.get(specifier)
+        return None
+    if not relative:
+        return None
     base = relative_target(specifier, ctx.path)
     if base is None:
         return None
