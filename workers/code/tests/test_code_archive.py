@@ -111,6 +111,37 @@ def test_headers_count_as_the_language_their_bytes_say(tmp_path: Path) -> None:
     assert _repository(subs)["languages"] == {"c": 2, "cpp": 1}
 
 
+def test_sources_of_languages_without_a_grammar_are_file_children(tmp_path: Path) -> None:
+    files = {
+        "app/src/Main.kt": b"fun main() = println(1)\n",
+        "ios/App.swift": b"print(1)\n",
+        "scripts/build.sh": b"#!/bin/sh\nmake\n",
+        "src/lib.rs": b"pub fn f() {}\n",
+        "app/res/values.xml": b"<resources/>\n",  # configuration: not a source file
+    }
+    subs = _run(tmp_path, "mobile.zip", zip_bytes(files))
+    repo = _repository(subs)
+    assert repo["languages"] == {"kotlin": 1, "rust": 1, "shell": 1, "swift": 1}
+    assert repo["skipped"] == {"not_source": 1}
+    children = _children(subs)
+    assert sorted(children) == [
+        "app/src/Main.kt",
+        "ios/App.swift",
+        "scripts/build.sh",
+        "src/lib.rs",
+    ]
+    from code_worker import handle
+
+    kotlin = tmp_path / "Main.kt"
+    kotlin.write_bytes(files["app/src/Main.kt"])
+    options = children["app/src/Main.kt"]["options"]
+    [node] = json.loads(run_handler(handle, kotlin, format="code", options=options)[0])["nodes"]
+    assert (node["id"], node["properties"]["language"]) == (
+        "code:file:mobile/app/src/Main.kt",
+        "kotlin",
+    )
+
+
 def test_rust_children_get_their_crate_module_tree(tmp_path: Path) -> None:
     subs = _run(tmp_path, "mini-rs.zip", zip_bytes(RUST_REPO))
     lib = _children(subs)["src/lib.rs"]["options"]

@@ -240,8 +240,12 @@ def test_unknown_language_is_a_file_without_symbols(tmp_path: Path) -> None:
     sub = json.loads(raw)
     [node] = sub["nodes"]
     assert node["labels"] == ["FILE"]
-    assert node["properties"]["language"] == "rb"
+    assert node["properties"]["language"] == "ruby"  # a language without a grammar here
     assert node["id"] == f"code:file:{tmp_path.name}/tool.rb"  # root: the folder's name
+    other = tmp_path / "build.zork"
+    other.write_text("x\n")
+    [raw] = run_handler(handle, other, format="code")
+    assert json.loads(raw)["nodes"][0]["properties"]["language"] == "zork"  # the extension
 
 
 def test_language_option_overrides_the_file_name(tmp_path: Path) -> None:

@@ -21,7 +21,7 @@ import pathspec
 from workers_common import formats
 
 from .archive import Listing, Member
-from .languages import content_language, extension_language
+from .languages import content_language, extension_language, other_language
 from .manifests import MANIFEST_NAMES, Package, parse_manifest
 from .tsconfig import is_config
 
@@ -179,7 +179,7 @@ def plan_repository(
         if included is not None and not included.match_file(member.path):
             repo.skipped["not_included"] += 1
             continue
-        language = extension_language(member.path)
+        language = extension_language(member.path) or other_language(member.path)
         if language is None:
             if not _document(repo, member, routed):
                 repo.skipped["not_source"] += 1

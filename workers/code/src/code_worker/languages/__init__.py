@@ -32,6 +32,7 @@ __all__ = [
     "content_language",
     "grammar_for",
     "language_for",
+    "other_language",
 ]
 
 LANGUAGES: Mapping[str, Spec] = {
@@ -74,6 +75,54 @@ def extension_language(path: str) -> str | None:
     return None if dot <= 0 else BY_EXTENSION.get(name[dot:])
 
 
+OTHER_LANGUAGES: Mapping[str, str] = {
+    **dict.fromkeys((".kt", ".kts"), "kotlin"),
+    ".swift": "swift",
+    **dict.fromkeys((".m", ".mm"), "objective-c"),
+    ".cs": "csharp",
+    ".fs": "fsharp",
+    ".php": "php",
+    ".rb": "ruby",
+    **dict.fromkeys((".scala", ".sc"), "scala"),
+    **dict.fromkeys((".groovy", ".gradle"), "groovy"),
+    ".dart": "dart",
+    ".lua": "lua",
+    **dict.fromkeys((".pl", ".pm"), "perl"),
+    ".r": "r",
+    ".jl": "julia",
+    **dict.fromkeys((".ex", ".exs"), "elixir"),
+    ".erl": "erlang",
+    ".hs": "haskell",
+    **dict.fromkeys((".ml", ".mli"), "ocaml"),
+    **dict.fromkeys((".clj", ".cljs"), "clojure"),
+    ".zig": "zig",
+    ".nim": "nim",
+    ".vue": "vue",
+    ".svelte": "svelte",
+    **dict.fromkeys((".sh", ".bash", ".zsh", ".fish"), "shell"),
+    ".ps1": "powershell",
+    ".sql": "sql",
+    **dict.fromkeys((".graphql", ".gql"), "graphql"),
+    ".proto": "protobuf",
+    ".tf": "terraform",
+    ".nix": "nix",
+    **dict.fromkeys((".s", ".asm"), "assembly"),
+    **dict.fromkeys((".v", ".sv"), "verilog"),
+    **dict.fromkeys((".vhd", ".vhdl"), "vhdl"),
+    ".cmake": "cmake",
+}
+"""Source files of languages without a grammar here (the CLI sends them to `code` too):
+an archive makes them children all the same, each a FILE over its text, no symbols, so
+that a Kotlin, Swift or PHP repository is not an empty one."""
+
+
+def other_language(path: str) -> str | None:
+    """The language of a source file this worker has no grammar for (None: not source)."""
+    name = path.rsplit("/", 1)[-1].lower()
+    dot = name.rfind(".")
+    return None if dot <= 0 else OTHER_LANGUAGES.get(name[dot:])
+
+
 def language_for(path: str, override: object = None) -> tuple[str, Spec | None]:
     """(language name, its spec): the option `language` wins over the file name; a name
     this worker has no grammar for is kept (a FILE node without symbols)."""
@@ -83,6 +132,9 @@ def language_for(path: str, override: object = None) -> tuple[str, Spec | None]:
         return name, LANGUAGES.get(name)
     known = extension_language(path)
     if known is None:
+        other = other_language(path)
+        if other is not None:
+            return other, None
         dot = path.rsplit("/", 1)[-1].rfind(".")
         return (path.rsplit(".", 1)[-1].lower() if dot > 0 else "unknown"), None
     return known, LANGUAGES[known]
