@@ -353,6 +353,9 @@ int distance(struct point a, struct point b);
         (b"class Widget : public Base {};\n", "cpp"),
         (b"  class passed to CreateWindow */\nint f(void);\n", "c"),
         (b"#include <stdio.h>\nint main(void);\n", "c"),
+        (b"#import <Foundation/Foundation.h>\n@interface RCTView : UIView\n@end\n", "objective-c"),
+        (b"@protocol RCTBridgeModule <NSObject>\n@end\n", "objective-c"),
+        (b"#import <UIKit/UIKit.h>\nnamespace facebook {\n}\n", "cpp"),  # Objective-C++
     ],
 )
 def test_a_header_is_c_or_cpp_by_its_bytes(text: bytes, language: str) -> None:

@@ -6,10 +6,13 @@ file (queries/<name>.scm) and its import and call rules.
 The file name says the language, except for `.h`: C and C++ projects both name their
 headers so (LLVM's, Node's, Qt's are C++). A header whose first 64 KiB show C++ (a
 template, a namespace or class block, an access label, a C++ standard header, `std::`) is
-parsed as C++ (content_language); else as C. Measured on 800 headers under /usr/include,
-the C grammar left errors in 546, the C++ grammar in 411. And a JavaScript file whose
-leading comments carry Flow's `@flow` pragma is still JavaScript, but parsed with the TSX
-grammar (grammar_for): Flow's annotations are TypeScript's, near enough.
+parsed as C++ (content_language); one with Objective-C's `@interface`, `@protocol` or
+`#import` and nothing of C++ is Objective-C (a FILE, no grammar here); else C. Measured on
+800 headers under /usr/include, the C grammar left errors in 546, the C++ grammar in 411;
+React Native's 346 headers read as C held 2,927 errors and 64 symbols, 326 of them are
+Objective-C. And a JavaScript file whose leading comments carry Flow's `@flow` pragma is
+still JavaScript, but parsed with the TSX grammar (grammar_for): Flow's annotations are
+TypeScript's, near enough.
 """
 
 from __future__ import annotations
@@ -163,11 +166,18 @@ _CPP_MARKERS = re.compile(
 C `extern "C"` guard is both languages' and does not count)."""
 
 
+_OBJC_MARKERS = re.compile(rb"^[ \t]*(?:@(?:interface|protocol|end)\b|\#[ \t]*import\b)", re.M)
+"""What only Objective-C writes in a header: its class and protocol blocks, `#import`."""
+
+
 def content_language(path: str, language: str, data: bytes) -> str:
     """`language` (what the file name says) refined by the bytes: a `.h` header that
-    reads as C++ is "cpp"; anything else is left as it is."""
+    reads as C++ is "cpp", one that reads as Objective-C alone is "objective-c" (no
+    grammar here: a FILE over its text, as its .m files); anything else is left as is."""
     if language == "c" and path.lower().endswith(".h"):
-        return "cpp" if _CPP_MARKERS.search(data, 0, _HEADER_SNIFF) else "c"
+        if _CPP_MARKERS.search(data, 0, _HEADER_SNIFF):
+            return "cpp"  # Objective-C++ too: its C++ parses
+        return "objective-c" if _OBJC_MARKERS.search(data, 0, _HEADER_SNIFF) else "c"
     return language
 
 
