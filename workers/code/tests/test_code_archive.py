@@ -741,3 +741,14 @@ def test_a_broken_tsconfig_is_ignored(tmp_path: Path) -> None:
     files["tsconfig.base.json"] = b'{"compilerOptions": {"paths": {"@/*": ["./src/*"]}'  # cut
     edges, _ids = _cross(_fan_out(tmp_path, "web.zip", files))
     assert edges == set()  # nothing resolves through a config that cannot be read
+
+
+def test_a_hostile_tsconfig_is_refused_in_linear_time() -> None:
+    from code_worker.tsconfig import read_jsonc
+
+    # 768 KB of comments never closed: each `/*` scanning to the end again would take
+    # hours; one that runs to the end leaves nothing, and nothing is not JSON.
+    with pytest.raises(ValueError, match="Expecting value"):
+        read_jsonc(b"/* " * 256_000)
+    with pytest.raises(ValueError, match="over"):
+        read_jsonc(b'{"compilerOptions": {}}' + b" " * (1 << 20))
