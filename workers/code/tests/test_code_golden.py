@@ -141,6 +141,22 @@ def test_go_dot_imports_name_the_imported_package(
         assert caller + "NewServer" not in calls
 
 
+def test_go_package_level_function_literals_are_functions(tmp_path: Path) -> None:
+    path = tmp_path / "hooks.go"
+    path.write_text(
+        "package hooks\n\n// Now is replaced in tests.\nvar Now = func() int { return 1 }\n\n"
+        "var (\n\tlimit int\n\treset = func() {}\n)\n\n"
+        "func Run() {\n\tvar local = func() {}\n\tlocal()\n\tNow()\n\treset()\n}\n"
+    )
+    options = {"root": "demo", "path": "hooks/hooks.go"}
+    sub = json.loads(run_handler(handle, path, format="code", options=options)[0])
+    nodes = {n["id"]: n for n in sub["nodes"][1:]}
+    sym = "code:sym:demo/hooks#"
+    assert set(nodes) == {sym + "Now", sym + "reset", sym + "Run"}  # not `local`, not `limit`
+    assert nodes[sym + "Now"]["properties"]["doc"] == "Now is replaced in tests."
+    assert _calls(sub) == {(sym + "Run", sym + "Now"), (sym + "Run", sym + "reset")}
+
+
 def test_java_imports_and_same_package_classes(tmp_path: Path) -> None:
     _, sub = _project(tmp_path, LANGUAGE_FILES["java"])
     sym = "code:sym:demo/src/com/ex/App.java#"

@@ -198,6 +198,12 @@ def fallback(call: CallForm, ctx: FileContext) -> Target | None:
 
 def _doc(node: Node, source: bytes) -> str | None:
     anchor = node.parent if node.type == "type_spec" and node.parent is not None else node
+    if (
+        node.type == "var_spec"
+        and node.parent is not None
+        and node.parent.type == "var_declaration"
+    ):
+        anchor = node.parent  # `// Doc.` above `var f = func…`: the declaration's comment
     return comment_block(
         anchor,
         source,
