@@ -50,12 +50,10 @@ a `def` or `class` (group 4, its name). It is matched against the file after a n
 led by the literal newline instead of a MULTILINE `^`, it tries line starts only; the
 indent is possessive (`*+`): every alternative starts with a letter, so giving a blank
 back could only fail again, once per blank (most of the scan's time on indented code)."""
-_JS_SPEC = re.compile(
-    rb"""(?:\bfrom|\bimport|\brequire\s*\(|\bimport\s*\()\s*['"](\.{1,2}/[^'"\n]*)['"]"""
-)
-_JS_ALIAS = re.compile(
-    rb"""(?:\bfrom|\bimport|\brequire\s*\(|\bimport\s*\()\s*['"]([^'".#*=\s][^'"\n]*)['"]"""
-)
+_JS_FROM = rb"""(?:\bfrom|\bimport|\brequire\s*\(|\bimport\s*\()\s*"""
+"""What a specifier follows: `from`, `import`, `require(`, `import(`."""
+_JS_SPEC = re.compile(_JS_FROM + rb"""['"](\.{1,2}/[^'"\n]*)['"]""")
+_JS_ALIAS = re.compile(_JS_FROM + rb"""['"]([^'".#*=\s][^'"\n]*)['"]""")
 """A specifier that is not relative (nor `#` subpath import): a package, or an alias."""
 _JAVA_PACKAGE = re.compile(rb"^[ \t]*package[ \t]+([\w.]+)[ \t]*;", re.M)
 _JAVA_IMPORT = re.compile(rb"^[ \t]*import[ \t]+(?:static[ \t]+)?([\w.]+)[ \t]*;", re.M)

@@ -17,7 +17,6 @@ import codecs
 import io
 import threading
 import tokenize
-from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 
@@ -97,36 +96,23 @@ def decode_source(data: bytes, *, python: bool = False) -> Source:
 def _decode_counting(body: bytes, encoding: str) -> tuple[str, int]:
     """The text with each undecodable sequence replaced by U+FFFD (as errors="replace"
     does), and how many there were."""
-    replaced = 0
-
-    def replace(err: UnicodeError) -> tuple[str, int]:
-        nonlocal replaced
-        assert isinstance(err, UnicodeDecodeError)
-        replaced += 1
-        return _REPLACEMENT, err.end
-
-    decoder = codecs.getincrementaldecoder(encoding)(errors=_COUNTING)
-    _HANDLER.current = replace
-    try:
-        text = decoder.decode(body, final=True)
-    finally:
-        _HANDLER.current = None
-    return text, replaced
+    _REPLACED.count = 0
+    text = body.decode(encoding, errors=_COUNTING)
+    return text, _REPLACED.count
 
 
-class _Handler(threading.local):
-    current: Callable[[UnicodeError], tuple[str, int]] | None = None
+class _Replaced(threading.local):
+    count = 0
 
 
-_HANDLER = _Handler()
+_REPLACED = _Replaced()
 _COUNTING = "code_worker.count_replaced"
 
 
-def _dispatch(err: UnicodeError) -> tuple[str, int]:
-    handler = _HANDLER.current
-    if handler is None:  # only decode_source sets it
-        raise err
-    return handler(err)
+def _replace_counting(err: UnicodeError) -> tuple[str, int]:
+    assert isinstance(err, UnicodeDecodeError)  # registered for decoding only
+    _REPLACED.count += 1
+    return _REPLACEMENT, err.end
 
 
-codecs.register_error(_COUNTING, _dispatch)
+codecs.register_error(_COUNTING, _replace_counting)

@@ -88,18 +88,6 @@ def _query_text(spec: Spec) -> str:
 
 
 @cache
-def _pattern_kinds(spec: Spec) -> tuple[str, ...]:
-    """What each pattern of the query is about: "import", "call" or "definition"."""
-    query, data = _query(spec), _query_text(spec).encode()
-    kinds = []
-    for index in range(query.pattern_count):
-        text = data[query.start_byte_for_pattern(index) : query.end_byte_for_pattern(index)]
-        kind = "import" if b"@import" in text else "call" if b"@call" in text else "definition"
-        kinds.append(kind)
-    return tuple(kinds)
-
-
-@cache
 def _pattern_code(spec: Spec) -> tuple[str, ...]:
     """Each pattern's text in the query file, its comments left out."""
     query, data = _query(spec), _query_text(spec).encode()
@@ -108,6 +96,15 @@ def _pattern_code(spec: Spec) -> tuple[str, ...]:
         text = data[query.start_byte_for_pattern(index) : query.end_byte_for_pattern(index)]
         out.append("\n".join(line.split(";", 1)[0] for line in text.decode().splitlines()))
     return tuple(out)
+
+
+@cache
+def _pattern_kinds(spec: Spec) -> tuple[str, ...]:
+    """What each pattern of the query is about: "import", "call" or "definition"."""
+    return tuple(
+        "import" if "@import" in code else "call" if "@call" in code else "definition"
+        for code in _pattern_code(spec)
+    )
 
 
 @cache

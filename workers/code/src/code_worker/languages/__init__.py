@@ -71,11 +71,17 @@ BY_EXTENSION: Mapping[str, str] = {
 _ALIASES = {"py": "python", "js": "javascript", "ts": "typescript", "golang": "go", "c++": "cpp"}
 
 
-def extension_language(path: str) -> str | None:
-    """The language a file name says (None: not a language this worker parses)."""
+def _extension(path: str) -> str | None:
+    """The file name's extension, lowercase, with its dot (None: it has none)."""
     name = path.rsplit("/", 1)[-1].lower()
     dot = name.rfind(".")
-    return None if dot <= 0 else BY_EXTENSION.get(name[dot:])
+    return None if dot <= 0 else name[dot:]
+
+
+def extension_language(path: str) -> str | None:
+    """The language a file name says (None: not a language this worker parses)."""
+    extension = _extension(path)
+    return None if extension is None else BY_EXTENSION.get(extension)
 
 
 OTHER_LANGUAGES: Mapping[str, str] = {
@@ -121,9 +127,8 @@ that a Kotlin, Swift or PHP repository is not an empty one."""
 
 def other_language(path: str) -> str | None:
     """The language of a source file this worker has no grammar for (None: not source)."""
-    name = path.rsplit("/", 1)[-1].lower()
-    dot = name.rfind(".")
-    return None if dot <= 0 else OTHER_LANGUAGES.get(name[dot:])
+    extension = _extension(path)
+    return None if extension is None else OTHER_LANGUAGES.get(extension)
 
 
 def language_for(path: str, override: object = None) -> tuple[str, Spec | None]:
@@ -134,13 +139,13 @@ def language_for(path: str, override: object = None) -> tuple[str, Spec | None]:
         name = _ALIASES.get(name, name)
         return name, LANGUAGES.get(name)
     known = extension_language(path)
-    if known is None:
-        other = other_language(path)
-        if other is not None:
-            return other, None
-        dot = path.rsplit("/", 1)[-1].rfind(".")
-        return (path.rsplit(".", 1)[-1].lower() if dot > 0 else "unknown"), None
-    return known, LANGUAGES[known]
+    if known is not None:
+        return known, LANGUAGES[known]
+    other = other_language(path)
+    if other is not None:
+        return other, None
+    extension = _extension(path)
+    return ("unknown" if extension is None else extension[1:]), None
 
 
 _HEADER_SNIFF = 64 * 1024

@@ -191,19 +191,18 @@ def fallback(call: CallForm, ctx: FileContext) -> Target | None:
     if call.kind != "bare" or call.name in _BUILTINS:
         return None
     if ctx.dot_imports and call.name[:1].isupper():
-        [directory] = ctx.dot_imports if len(ctx.dot_imports) == 1 else [None]
+        directory = ctx.dot_imports[0] if len(ctx.dot_imports) == 1 else None
         return None if directory is None else Target(directory, call.name)
     return Target(_id_path(ctx), call.name)
 
 
 def _doc(node: Node, source: bytes) -> str | None:
-    anchor = node.parent if node.type == "type_spec" and node.parent is not None else node
-    if (
-        node.type == "var_spec"
-        and node.parent is not None
-        and node.parent.type == "var_declaration"
-    ):
-        anchor = node.parent  # `// Doc.` above `var f = func…`: the declaration's comment
+    # A type's doc, and a lone `var f = func…`'s, sit above their declaration.
+    parent = node.parent
+    declared = node.type == "type_spec" or (
+        node.type == "var_spec" and parent is not None and parent.type == "var_declaration"
+    )
+    anchor = parent if declared and parent is not None else node
     return comment_block(
         anchor,
         source,
