@@ -1,18 +1,19 @@
 //! `bench/dispatch`: the job engine's throughput and latency, end to end.
 //!
 //! Starts the real `telha serve` (release build), enqueues N no-op jobs over gRPC,
-//! then drives K concurrent workers (each its own connection: PollJobs → Submit) and
-//! prints durable jobs/s. Each worker handles one job at a time and holds at most
-//! `--max-in-flight` leases, as a real worker may (`PollJobsRequest.max_in_flight`):
-//! jobs prefetched into its stream and results sent but not yet answered. Every
-//! result counts only once its reply is in, and the core replies only after the
-//! commit that stored it. Then enqueue→lease p50/p99 at a steady 200 jobs/s and at
+//! then drives K concurrent workers (each its own connection: PollJobs, and its results
+//! as messages of one SubmitIngestionResults stream, or with `--unary` one
+//! SubmitIngestionResult call each) and prints durable jobs/s. Each worker handles one
+//! job at a time and holds at most `--max-in-flight` leases, as a real worker may
+//! (`PollJobsRequest.max_in_flight`): jobs prefetched into its stream and results sent
+//! but not yet answered. Every result counts only once its answer is in, and the core
+//! answers only after the commit that stored it. Then enqueue→lease p50/p99 at a steady 200 jobs/s and at
 //! half the drained rate (the time from an enqueue's reply to the job reaching a
 //! waiting worker). Then, unless `--baseline-jobs 0`, the same with one commit per
 //! state change (`[store] max_batch = 1`) as the baseline, and the ratio.
 //!
 //! cargo bench --bench dispatch -- [--jobs 50000] [--workers 16] [--max-in-flight 8]
-//!     [--baseline-jobs 10000] [--latency-secs 3] [--json]
+//!     [--baseline-jobs 10000] [--latency-secs 3] [--unary] [--json]
 //!
 //! `--json` prints one JSON line of the group-commit figures last (bench/peer reads it).
 #[path = "../tests/common/mod.rs"]
@@ -120,6 +121,23 @@ async fn workers(addr: String, token: String, k: usize, max_in_flight: u32, tota
                 let req = PollJobsRequest { worker_id: id.clone(), formats: vec!["txt".into()], max_in_flight };
                 let mut stream = client.poll_jobs(req).await.unwrap().into_inner();
                 let mut replies = tokio::task::JoinSet::new();
+                // Every result a message of one SubmitIngestionResults stream (unless --unary).
+                let results = if !flag("--unary") {
+                    let (tx, rx) = tokio::sync::mpsc::channel::<IngestionResult>(1024);
+                    let mut answers = client.submit_ingestion_results(tokio_stream::wrappers::ReceiverStream::new(rx)).await.unwrap().into_inner();
+                    let (done, finished) = (done.clone(), finished.clone());
+                    replies.spawn(async move {
+                        while let Some(resp) = answers.message().await.unwrap() {
+                            assert!(resp.accepted, "{}", resp.reason);
+                            if done.fetch_add(1, Ordering::Relaxed) + 1 == total {
+                                finished.send_replace(Some(Instant::now()));
+                            }
+                        }
+                    });
+                    Some(tx)
+                } else {
+                    None
+                };
                 loop {
                     while replies.try_join_next().is_some() {}
                     let job = tokio::select! {
@@ -133,6 +151,10 @@ async fn workers(addr: String, token: String, k: usize, max_in_flight: u32, tota
                         a.lock().unwrap().insert(job.job_id.clone(), Instant::now());
                     }
                     let r = IngestionResult { job_id: job.job_id, success: true, result_json: result.clone().into_bytes(), worker_id: id.clone(), attempt: job.attempt, ..Default::default() };
+                    if let Some(tx) = &results {
+                        tx.send(r).await.unwrap();
+                        continue;
+                    }
                     let (mut client, done, finished) = (client.clone(), done.clone(), finished.clone());
                     replies.spawn(async move {
                         let resp = client.submit_ingestion_result(r).await.unwrap().into_inner();
@@ -142,6 +164,7 @@ async fn workers(addr: String, token: String, k: usize, max_in_flight: u32, tota
                         }
                     });
                 }
+                drop(results);
                 while let Some(r) = replies.join_next().await {
                     r.unwrap();
                 }
@@ -265,8 +288,17 @@ async fn run(max_batch: usize, n: usize, k: usize, max_in_flight: u32, secs: f64
     Figures { enqueue_per_s: n as f64 / enq.as_secs_f64(), jobs_per_s, drain_secs: drain.as_secs_f64(), cpu, at_200, at_half }
 }
 
+/// How the bench's workers send their results.
+fn results_mode() -> &'static str {
+    if flag("--unary") {
+        "unary"
+    } else {
+        "stream"
+    }
+}
+
 fn print(label: &str, n: usize, k: usize, m: u32, f: &Figures) {
-    println!("{label:<22} N={n:<6} K={k:<3} max_in_flight={m:<3} enqueue {:>8.0} jobs/s | end to end {:>8.0} jobs/s", f.enqueue_per_s, f.jobs_per_s);
+    println!("{label:<22} N={n:<6} K={k:<3} max_in_flight={m:<3} results={:<6} enqueue {:>8.0} jobs/s | end to end {:>8.0} jobs/s", results_mode(), f.enqueue_per_s, f.jobs_per_s);
     println!(
         "{:<22} CPU per drained job: server {:.0} µs (store writer thread {:.0} µs, the rest gRPC, actors, parse/validate), bench clients {:.0} µs",
         "", f.cpu.server_us, f.cpu.writer_us, f.cpu.bench_us
@@ -306,7 +338,7 @@ async fn main() {
     }
     if flag("--json") {
         println!(
-            r#"{{"side":"telha","jobs":{n},"seconds":{:.4},"jobs_per_s":{:.1},"enqueue_per_s":{:.1},"cpu_us_per_job":{{"server":{:.1},"writer":{:.1},"bench":{:.1}}},"lat200":{},"lathalf":{},"settings":{{"workers":{k},"max_in_flight":{m},"max_batch":4096}}}}"#,
+            r#"{{"side":"telha","jobs":{n},"seconds":{:.4},"jobs_per_s":{:.1},"enqueue_per_s":{:.1},"cpu_us_per_job":{{"server":{:.1},"writer":{:.1},"bench":{:.1}}},"lat200":{},"lathalf":{},"settings":{{"workers":{k},"max_in_flight":{m},"max_batch":4096,"results":"{}"}}}}"#,
             group.drain_secs,
             group.jobs_per_s,
             group.enqueue_per_s,
@@ -314,7 +346,8 @@ async fn main() {
             group.cpu.writer_us,
             group.cpu.bench_us,
             json_latency(&group.at_200),
-            json_latency(&group.at_half)
+            json_latency(&group.at_half),
+            results_mode()
         );
     }
 }

@@ -55,6 +55,7 @@ async fn load(server_addr: String, token: String, acked: Arc<Mutex<Acked>>, stop
                     worker_id: "crash-worker".into(),
                     attempt: job.attempt,
                     retry_after_ms: 0,
+                    request_id: 0,
                 };
                 match worker.submit_ingestion_result(r).await {
                     Ok(resp) if resp.get_ref().accepted => {

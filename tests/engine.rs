@@ -516,3 +516,76 @@ async fn reflection_lists_the_services() {
         assert!(names.iter().any(|n| n == want), "{want} missing from {names:?}");
     }
 }
+
+/// SubmitIngestionResults: many results on one stream, each handled as the unary call
+/// handles it and answered by its request_id, whatever order the answers come in. A
+/// result the unary call would refuse with a status is answered with that status and the
+/// stream goes on; pipelined partials of one job wait for each other as on unary calls;
+/// closing the sending side ends the answers once every result in hand is answered.
+#[tokio::test]
+async fn a_result_stream_answers_every_result_by_its_request_id() {
+    let s = Server::start(None);
+    let mut ids = Vec::new();
+    for i in 0..6 {
+        ids.push(s.submit("t", "txt", &format!("r{i}.txt"), b"x").await.id);
+    }
+    let mut w = Worker::connect_with(&s, "ws", &["txt"], 8).await;
+    let mut jobs = Vec::new();
+    for _ in 0..6 {
+        jobs.push(w.expect_job().await);
+    }
+    let (tx, rx) = tokio::sync::mpsc::channel::<IngestionResult>(16);
+    let mut answers = w.client.submit_ingestion_results(tokio_stream::wrappers::ReceiverStream::new(rx)).await.expect("open the result stream").into_inner();
+    let result = |job: &JobPayload, request_id: u64, json: String| IngestionResult { job_id: job.job_id.clone(), success: true, result_json: json.into_bytes(), worker_id: "ws".into(), attempt: job.attempt, request_id, ..Default::default() };
+    // Not a job id: the unary call's INVALID_ARGUMENT, as an answer.
+    tx.send(IngestionResult { job_id: "abc".into(), worker_id: "ws".into(), attempt: 1, request_id: 1, ..Default::default() }).await.unwrap();
+    // Jobs 0..4: one final result each.
+    for (i, job) in jobs[..4].iter().enumerate() {
+        tx.send(result(job, 100 + i as u64, result_with_nodes(i))).await.unwrap();
+    }
+    // Job 4: two partials sent back to back (the second waits for the first, as on unary
+    // calls; a worker keeps at most two in flight), then the final once the first is in.
+    let partial = |seq: u32, last: bool| format!(r#"{{"v":1,"seq":{seq},"partial":{},"canonicalText":"p{seq}","spans":[],"nodes":[{{"labels":["PARAGRAPH"],"properties":{{"seq":{seq}}}}}],"relationships":[]}}"#, !last);
+    for seq in 0..2 {
+        tx.send(result(&jobs[4], 200 + u64::from(seq), partial(seq, false))).await.unwrap();
+    }
+    let mut got = std::collections::BTreeMap::new();
+    let mut next = async || tokio::time::timeout(Duration::from_secs(20), answers.message()).await.expect("answers in time").expect("the stream stays healthy");
+    while !got.contains_key(&200) {
+        let a = next().await.expect("an answer to seq 0");
+        got.insert(a.request_id, a);
+    }
+    tx.send(result(&jobs[4], 202, partial(2, true))).await.unwrap();
+    // Job 5 under a lease it does not hold: refused (fenced), not a status.
+    let mut stale = result(&jobs[5], 300, result_with_nodes(1));
+    stale.attempt += 1;
+    tx.send(stale).await.unwrap();
+    // A failure report rides the stream too.
+    tx.send(IngestionResult { job_id: jobs[5].job_id.clone(), failure_reason: "invalid_input: not text".into(), permanent: true, worker_id: "ws".into(), attempt: jobs[5].attempt, request_id: 301, ..Default::default() }).await.unwrap();
+    drop(tx);
+
+    while let Some(a) = next().await {
+        assert!(got.insert(a.request_id, a).is_none(), "one answer per request_id");
+    }
+    assert_eq!(got.keys().copied().collect::<Vec<_>>(), vec![1, 100, 101, 102, 103, 200, 201, 202, 300, 301]);
+    let bad = &got[&1];
+    assert_eq!((bad.accepted, bad.status_code, bad.job_id.as_str()), (false, Code::InvalidArgument as i32, "abc"));
+    assert!(bad.reason.contains("job_id"), "{}", bad.reason);
+    for i in 0..4u64 {
+        let a = &got[&(100 + i)];
+        assert!(a.accepted && a.status_code == 0, "{a:?}");
+        assert_eq!((a.job_id.as_str(), a.node_ids.len()), (jobs[i as usize].job_id.as_str(), i as usize));
+        assert_eq!(s.job(&jobs[i as usize].job_id).await.state, "succeeded");
+    }
+    for seq in 0..3u64 {
+        assert!(got[&(200 + seq)].accepted, "{:?}", got[&(200 + seq)]);
+        assert_eq!(got[&(200 + seq)].node_ids.len(), 1);
+    }
+    let streamed = s.job(&jobs[4].job_id).await;
+    assert_eq!((streamed.state.as_str(), streamed.node_count), ("succeeded", 3));
+    let fenced = &got[&300];
+    assert!(!fenced.accepted && fenced.status_code == 0 && !fenced.reason.is_empty(), "{fenced:?}");
+    assert!(got[&301].accepted, "{:?}", got[&301]);
+    assert_eq!(s.job(&jobs[5].job_id).await.state, "dead");
+    assert_eq!(ids.len(), 6);
+}

@@ -1,10 +1,12 @@
 //! `WorkerService`: what format workers speak.
 use std::pin::Pin;
+use std::sync::Arc;
 
 use futures_util::{Stream, StreamExt};
 use tokio::io::AsyncReadExt;
+use tokio::sync::Semaphore;
 use tokio_stream::wrappers::ReceiverStream;
-use tonic::{Request, Response, Status};
+use tonic::{Request, Response, Status, Streaming};
 
 use super::convert::{self, ident, job_id};
 use super::{blocking, invalid, to_status};
@@ -17,6 +19,9 @@ use crate::store::jobs;
 const MAX_IN_FLIGHT: u32 = 64;
 /// Most job ids in one heartbeat.
 const MAX_HEARTBEAT_JOBS: usize = 10_000;
+/// Most results of one `SubmitIngestionResults` stream handled at once; past it the
+/// stream is not read until answers have gone out (HTTP/2 flow control holds the worker).
+const MAX_STREAM_RESULTS: usize = 128;
 
 pub struct WorkerApi {
     core: Core,
@@ -28,12 +33,18 @@ impl WorkerApi {
     }
 }
 
+/// The reply to a submission of job `job_id` (as the worker spelled it), tagged `request_id`.
+fn answer(reply: crate::actors::submission::SubmitReply, job_id: String, request_id: u64) -> SubmitResponse {
+    SubmitResponse { accepted: reply.accepted, node_ids: reply.node_ids, lease_deadline: reply.lease_deadline, reason: reply.reason, job_id, request_id, status_code: 0 }
+}
+
 type Stream_<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;
 
 #[tonic::async_trait]
 impl WorkerService for WorkerApi {
     type PollJobsStream = Stream_<JobPayload>;
     type ReadBlobStream = Stream_<BlobChunk>;
+    type SubmitIngestionResultsStream = Stream_<SubmitResponse>;
 
     async fn poll_jobs(&self, req: Request<PollJobsRequest>) -> Result<Response<Self::PollJobsStream>, Status> {
         let r = req.into_inner();
@@ -61,9 +72,50 @@ impl WorkerService for WorkerApi {
     }
 
     async fn submit_ingestion_result(&self, req: Request<IngestionResult>) -> Result<Response<SubmitResponse>, Status> {
-        let r = convert::worker_result(req.into_inner())?;
-        let reply = self.core.submit_result(r).await.map_err(to_status)?;
-        Ok(Response::new(SubmitResponse { accepted: reply.accepted, node_ids: reply.node_ids, lease_deadline: reply.lease_deadline, reason: reply.reason }))
+        let r = req.into_inner();
+        let job_id = r.job_id.clone();
+        let reply = self.core.submit_result(convert::worker_result(r)?).await.map_err(to_status)?;
+        Ok(Response::new(answer(reply, job_id, 0)))
+    }
+
+    async fn submit_ingestion_results(&self, req: Request<Streaming<IngestionResult>>) -> Result<Response<Self::SubmitIngestionResultsStream>, Status> {
+        let mut inbound = req.into_inner();
+        // As many answers fit in the channel as results may be handled at once: an answer
+        // is sent while its permit is held, so sending never waits on a slow reader.
+        let (tx, rx) = tokio::sync::mpsc::channel(MAX_STREAM_RESULTS);
+        let permits = Arc::new(Semaphore::new(MAX_STREAM_RESULTS));
+        let core = self.core.clone();
+        tokio::spawn(async move {
+            loop {
+                let Ok(permit) = permits.clone().acquire_owned().await else { return };
+                let r = match inbound.message().await {
+                    Ok(Some(r)) => r,
+                    // The worker closed its side: the results in hand are still answered.
+                    Ok(None) => return,
+                    Err(status) => {
+                        tracing::debug!(%status, "result stream ended");
+                        return;
+                    }
+                };
+                // Each on a task of its own, which finishes even if the worker goes away
+                // meanwhile (the submission is applied or not as a whole either way).
+                let (core, tx) = (core.clone(), tx.clone());
+                tokio::spawn(async move {
+                    let (job_id, request_id) = (r.job_id.clone(), r.request_id);
+                    let outcome = match convert::worker_result(r) {
+                        Ok(r) => core.submit_result(r).await.map_err(to_status),
+                        Err(status) => Err(status),
+                    };
+                    let reply = match outcome {
+                        Ok(reply) => answer(reply, job_id, request_id),
+                        Err(status) => SubmitResponse { reason: status.message().to_string(), job_id, request_id, status_code: status.code() as i32, ..Default::default() },
+                    };
+                    let _ = tx.send(Ok(reply)).await;
+                    drop(permit);
+                });
+            }
+        });
+        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
     }
 
     async fn heartbeat(&self, req: Request<HeartbeatRequest>) -> Result<Response<HeartbeatResponse>, Status> {

@@ -312,6 +312,7 @@ impl Worker {
             worker_id: self.id.clone(),
             attempt,
             retry_after_ms: 0,
+            request_id: 0,
         };
         self.client.submit_ingestion_result(r).await.expect("submit result").into_inner()
     }

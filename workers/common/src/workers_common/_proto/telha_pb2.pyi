@@ -49,7 +49,7 @@ class JobPayload(_message.Message):
     def __init__(self, job_id: _Optional[str] = ..., tenant_id: _Optional[str] = ..., organization_id: _Optional[str] = ..., kind: _Optional[str] = ..., payload_json: _Optional[str] = ..., lease_deadline: _Optional[int] = ..., attempts: _Optional[int] = ..., attempt: _Optional[int] = ..., content: _Optional[bytes] = ...) -> None: ...
 
 class IngestionResult(_message.Message):
-    __slots__ = ("job_id", "success", "result_json", "failure_reason", "permanent", "worker_id", "attempt", "retry_after_ms")
+    __slots__ = ("job_id", "success", "result_json", "failure_reason", "permanent", "worker_id", "attempt", "retry_after_ms", "request_id")
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     SUCCESS_FIELD_NUMBER: _ClassVar[int]
     RESULT_JSON_FIELD_NUMBER: _ClassVar[int]
@@ -58,6 +58,7 @@ class IngestionResult(_message.Message):
     WORKER_ID_FIELD_NUMBER: _ClassVar[int]
     ATTEMPT_FIELD_NUMBER: _ClassVar[int]
     RETRY_AFTER_MS_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     job_id: str
     success: bool
     result_json: bytes
@@ -66,19 +67,26 @@ class IngestionResult(_message.Message):
     worker_id: str
     attempt: int
     retry_after_ms: int
-    def __init__(self, job_id: _Optional[str] = ..., success: _Optional[bool] = ..., result_json: _Optional[bytes] = ..., failure_reason: _Optional[str] = ..., permanent: _Optional[bool] = ..., worker_id: _Optional[str] = ..., attempt: _Optional[int] = ..., retry_after_ms: _Optional[int] = ...) -> None: ...
+    request_id: int
+    def __init__(self, job_id: _Optional[str] = ..., success: _Optional[bool] = ..., result_json: _Optional[bytes] = ..., failure_reason: _Optional[str] = ..., permanent: _Optional[bool] = ..., worker_id: _Optional[str] = ..., attempt: _Optional[int] = ..., retry_after_ms: _Optional[int] = ..., request_id: _Optional[int] = ...) -> None: ...
 
 class SubmitResponse(_message.Message):
-    __slots__ = ("accepted", "node_ids", "lease_deadline", "reason")
+    __slots__ = ("accepted", "node_ids", "lease_deadline", "reason", "job_id", "request_id", "status_code")
     ACCEPTED_FIELD_NUMBER: _ClassVar[int]
     NODE_IDS_FIELD_NUMBER: _ClassVar[int]
     LEASE_DEADLINE_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    STATUS_CODE_FIELD_NUMBER: _ClassVar[int]
     accepted: bool
     node_ids: _containers.RepeatedScalarFieldContainer[str]
     lease_deadline: int
     reason: str
-    def __init__(self, accepted: _Optional[bool] = ..., node_ids: _Optional[_Iterable[str]] = ..., lease_deadline: _Optional[int] = ..., reason: _Optional[str] = ...) -> None: ...
+    job_id: str
+    request_id: int
+    status_code: int
+    def __init__(self, accepted: _Optional[bool] = ..., node_ids: _Optional[_Iterable[str]] = ..., lease_deadline: _Optional[int] = ..., reason: _Optional[str] = ..., job_id: _Optional[str] = ..., request_id: _Optional[int] = ..., status_code: _Optional[int] = ...) -> None: ...
 
 class HeartbeatRequest(_message.Message):
     __slots__ = ("worker_id", "job_ids", "leases")

@@ -50,6 +50,11 @@ class WorkerServiceStub:
                 request_serializer=telha_dot_v1_dot_telha__pb2.IngestionResult.SerializeToString,
                 response_deserializer=telha_dot_v1_dot_telha__pb2.SubmitResponse.FromString,
                 _registered_method=True)
+        self.SubmitIngestionResults = channel.stream_stream(
+                '/telha.v1.WorkerService/SubmitIngestionResults',
+                request_serializer=telha_dot_v1_dot_telha__pb2.IngestionResult.SerializeToString,
+                response_deserializer=telha_dot_v1_dot_telha__pb2.SubmitResponse.FromString,
+                _registered_method=True)
         self.Heartbeat = channel.unary_unary(
                 '/telha.v1.WorkerService/Heartbeat',
                 request_serializer=telha_dot_v1_dot_telha__pb2.HeartbeatRequest.SerializeToString,
@@ -85,6 +90,20 @@ class WorkerServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SubmitIngestionResults(self, request_iterator, context):
+        """Added: the same, for many results on one long-lived stream (a worker that keeps
+        results in flight sends each as a message instead of opening a call for each).
+        Every result is handled as SubmitIngestionResult handles it, concurrently with the
+        others, and answered by one SubmitResponse naming its request_id, in the order the
+        answers are ready. What the unary call would fail with a status is answered with
+        that status's code and message instead (status_code, reason); the stream goes on.
+        At most 128 results of a stream are handled at once: past that the core stops
+        reading it until answers have gone out. Exempt from request deadlines.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def Heartbeat(self, request, context):
         """Extends the leases of in-flight jobs that this worker holds.
         """
@@ -110,6 +129,11 @@ def add_WorkerServiceServicer_to_server(servicer, server):
             ),
             'SubmitIngestionResult': grpc.unary_unary_rpc_method_handler(
                     servicer.SubmitIngestionResult,
+                    request_deserializer=telha_dot_v1_dot_telha__pb2.IngestionResult.FromString,
+                    response_serializer=telha_dot_v1_dot_telha__pb2.SubmitResponse.SerializeToString,
+            ),
+            'SubmitIngestionResults': grpc.stream_stream_rpc_method_handler(
+                    servicer.SubmitIngestionResults,
                     request_deserializer=telha_dot_v1_dot_telha__pb2.IngestionResult.FromString,
                     response_serializer=telha_dot_v1_dot_telha__pb2.SubmitResponse.SerializeToString,
             ),
@@ -182,6 +206,33 @@ class WorkerService:
             request,
             target,
             '/telha.v1.WorkerService/SubmitIngestionResult',
+            telha_dot_v1_dot_telha__pb2.IngestionResult.SerializeToString,
+            telha_dot_v1_dot_telha__pb2.SubmitResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SubmitIngestionResults(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/telha.v1.WorkerService/SubmitIngestionResults',
             telha_dot_v1_dot_telha__pb2.IngestionResult.SerializeToString,
             telha_dot_v1_dot_telha__pb2.SubmitResponse.FromString,
             options,
