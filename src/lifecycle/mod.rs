@@ -14,15 +14,15 @@ use crate::store::records::{FailureRecord, JobRecord};
 use crate::store::{StoreError, Tx};
 
 /// Deletes what lease `attempt` of job `id` wrote before a final it will never send.
-fn reclaim_attempt(tx: &mut Tx<'_>, id: u64, attempt: u64) -> Result<(), StoreError> {
-    match jobs::load(tx.txn, id)? {
+fn reclaim_attempt(tx: &mut Tx<'_, '_>, id: u64, attempt: u64) -> Result<(), StoreError> {
+    match jobs::load(tx, id)? {
         Some(rec) => reclaim(tx.txn, id, &rec.tenant, attempt),
         None => Ok(()),
     }
 }
 
 /// Fails lease `attempt` of job `id` ([`jobs::fail`]) and reclaims the attempt.
-pub fn fail(tx: &mut Tx<'_>, id: u64, worker: Option<&str>, attempt: u64, failure: FailureRecord, policy: &Policy, now: i64) -> Result<FailOutcome, StoreError> {
+pub fn fail(tx: &mut Tx<'_, '_>, id: u64, worker: Option<&str>, attempt: u64, failure: FailureRecord, policy: &Policy, now: i64) -> Result<FailOutcome, StoreError> {
     let outcome = jobs::fail(tx, id, worker, attempt, failure, policy, now)?;
     if !matches!(outcome, FailOutcome::NotCurrent(_)) {
         reclaim_attempt(tx, id, attempt)?;
@@ -31,7 +31,7 @@ pub fn fail(tx: &mut Tx<'_>, id: u64, worker: Option<&str>, attempt: u64, failur
 }
 
 /// Expires lease `attempt` of job `id` if its deadline passed ([`jobs::expire`]).
-pub fn expire(tx: &mut Tx<'_>, id: u64, attempt: u64, policy: &Policy, now: i64) -> Result<ExpireOutcome, StoreError> {
+pub fn expire(tx: &mut Tx<'_, '_>, id: u64, attempt: u64, policy: &Policy, now: i64) -> Result<ExpireOutcome, StoreError> {
     let outcome = jobs::expire(tx, id, attempt, policy, now)?;
     if matches!(&outcome, ExpireOutcome::Failed(f) if !matches!(f, FailOutcome::NotCurrent(_))) {
         reclaim_attempt(tx, id, attempt)?;
@@ -41,16 +41,16 @@ pub fn expire(tx: &mut Tx<'_>, id: u64, attempt: u64, policy: &Policy, now: i64)
 
 /// Gives a lease back without charging an attempt ([`jobs::release`]); returns the
 /// queued job and the worker that held the lease.
-pub fn release(tx: &mut Tx<'_>, id: u64, attempt: Option<u64>, now: i64) -> Result<Option<(JobRecord, String)>, StoreError> {
+pub fn release(tx: &mut Tx<'_, '_>, id: u64, attempt: Option<u64>, now: i64) -> Result<Option<(JobRecord, String)>, StoreError> {
     let Some(released) = jobs::release(tx, id, attempt, now)? else { return Ok(None) };
     reclaim(tx.txn, id, &released.job.tenant, released.attempt)?;
     Ok(Some((released.job, released.worker)))
 }
 
 /// Releases every lease (start-up, and the end of a drain).
-pub fn release_all(tx: &mut Tx<'_>, now: i64) -> Result<Vec<u64>, StoreError> {
+pub fn release_all(tx: &mut Tx<'_, '_>, now: i64) -> Result<Vec<u64>, StoreError> {
     let mut released = Vec::new();
-    for id in jobs::leased_ids(tx.txn)? {
+    for id in jobs::leased_ids(tx)? {
         if release(tx, id, None, now)?.is_some() {
             released.push(id);
         }
@@ -59,7 +59,7 @@ pub fn release_all(tx: &mut Tx<'_>, now: i64) -> Result<Vec<u64>, StoreError> {
 }
 
 /// A client cancels job `id` ([`jobs::cancel`]); a leased job's attempt is reclaimed.
-pub fn cancel(tx: &mut Tx<'_>, id: u64, tenant: Option<&str>, now: i64) -> Result<Result<Cancelled, JobError>, StoreError> {
+pub fn cancel(tx: &mut Tx<'_, '_>, id: u64, tenant: Option<&str>, now: i64) -> Result<Result<Cancelled, JobError>, StoreError> {
     let cancelled = match jobs::cancel(tx, id, tenant, now)? {
         Ok(c) => c,
         Err(e) => return Ok(Err(e)),

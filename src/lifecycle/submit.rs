@@ -110,20 +110,20 @@ fn allocate_node_numbers(txn: &WriteTransaction, n: u64) -> Result<u64, StoreErr
     Ok(next)
 }
 
-pub fn submit(tx: &mut Tx<'_>, s: Staged, policy: &Policy, now: i64) -> Result<SubmitOutcome, StoreError> {
+pub fn submit(tx: &mut Tx<'_, '_>, s: Staged, policy: &Policy, now: i64) -> Result<SubmitOutcome, StoreError> {
     let seq = s.sub.seq;
     let key = (s.job_id, s.attempt, seq);
     if let Some(stored) = jobs::submission::<SubmissionRecord>(tx.txn, key)? {
         // A re-send (the worker did not see our reply): same bytes → same answer.
         let same = stored.result_hash == blake3::hash(&s.result_json).to_hex().as_str();
-        let same_lease = jobs::load(tx.txn, s.job_id)?.is_some_and(|r| r.lease_seq == s.attempt);
+        let same_lease = jobs::load(tx, s.job_id)?.is_some_and(|r| r.lease_seq == s.attempt);
         if same && same_lease {
-            let lease = jobs::load_lease(tx.txn, s.job_id)?;
+            let lease = jobs::load_lease(tx, s.job_id)?;
             let (deadline, holder) = lease.map(|l| (l.deadline, l.worker_id)).unwrap_or_default();
             return Ok(SubmitOutcome::Accepted { node_ids: stored.node_ids, finished: !stored.partial, lease_deadline: deadline, enqueued: vec![], holder });
         }
     }
-    let (mut rec, mut lease) = match jobs::fence(tx.txn, s.job_id, s.worker_id.as_deref(), s.attempt)? {
+    let (mut rec, mut lease) = match jobs::fence(tx, s.job_id, s.worker_id.as_deref(), s.attempt)? {
         Ok(v) => v,
         Err(fenced) => return Ok(SubmitOutcome::Rejected(fenced.to_string())),
     };
@@ -242,7 +242,7 @@ fn child_url(name: &str) -> Option<&str> {
 
 /// Creates each child job, or links the existing one of the same name (per tenant);
 /// `parent` lists them all (it is saved by the caller's `Succeed`). Returns the created ones.
-fn link_children(tx: &mut Tx<'_>, parent: &mut JobRecord, children: Vec<ChildSpec>, now: i64) -> Result<Vec<NewChild>, StoreError> {
+fn link_children(tx: &mut Tx<'_, '_>, parent: &mut JobRecord, children: Vec<ChildSpec>, now: i64) -> Result<Vec<NewChild>, StoreError> {
     let mut created = Vec::new();
     for c in children {
         let id = match jobs::child_named(tx.txn, &parent.tenant, &c.name)? {

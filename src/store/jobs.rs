@@ -86,18 +86,16 @@ pub fn state_of(rec: &JobRecord) -> Result<JobState, StoreError> {
         .ok_or_else(|| StoreError::Corrupt(format!("job {} has state code {}", rec.id, rec.state)))
 }
 
-pub(crate) fn load(txn: &WriteTransaction, id: u64) -> Result<Option<JobRecord>, StoreError> {
-    let t = txn.open_table(JOBS)?;
-    let bytes = t.get(id)?.map(|g| g.value().to_vec());
+pub(crate) fn load(tx: &Tx<'_, '_>, id: u64) -> Result<Option<JobRecord>, StoreError> {
+    let bytes = tx.jobs()?.get(id)?.map(|g| g.value().to_vec());
     Ok(match bytes {
         Some(b) => Some(JobRecord::decode(b.as_slice())?),
         None => None,
     })
 }
 
-pub(crate) fn load_lease(txn: &WriteTransaction, id: u64) -> Result<Option<LeaseRecord>, StoreError> {
-    let t = txn.open_table(LEASES)?;
-    let bytes = t.get(id)?.map(|g| g.value().to_vec());
+pub(crate) fn load_lease(tx: &Tx<'_, '_>, id: u64) -> Result<Option<LeaseRecord>, StoreError> {
+    let bytes = tx.leases()?.get(id)?.map(|g| g.value().to_vec());
     Ok(match bytes {
         Some(b) => Some(LeaseRecord::decode(b.as_slice())?),
         None => None,
@@ -124,17 +122,17 @@ pub(crate) fn next_counter(txn: &WriteTransaction, name: &str) -> Result<u64, St
 
 /// Writes `rec` (whose state may have changed from `old`) and every index that
 /// follows from its state.
-fn save(tx: &mut Tx<'_>, old: Option<JobState>, rec: &JobRecord, now: i64) -> Result<(), StoreError> {
+fn save(tx: &mut Tx<'_, '_>, old: Option<JobState>, rec: &JobRecord, now: i64) -> Result<(), StoreError> {
     let new = state_of(rec)?;
     let txn = tx.txn;
-    txn.open_table(JOBS)?.insert(rec.id, rec.encode_to_vec().as_slice())?;
+    tx.jobs()?.insert(rec.id, rec.encode_to_vec().as_slice())?;
     tx.touched(rec.id);
     if old == Some(new) {
         return Ok(());
     }
     let fmt = rec.format.as_str();
     {
-        let mut counts = txn.open_table(COUNTS)?;
+        let mut counts = tx.counts()?;
         if let Some(old) = old {
             let n = counts.get((fmt, old.code()))?.map(|g| g.value()).unwrap_or(0);
             if n <= 1 {
@@ -149,10 +147,10 @@ fn save(tx: &mut Tx<'_>, old: Option<JobState>, rec: &JobRecord, now: i64) -> Re
     let key = (fmt, rec.tenant.as_str(), rec.id);
     match (old, new) {
         (Some(JobState::Queued), _) => {
-            txn.open_table(READY)?.remove(key)?;
+            tx.ready()?.remove(key)?;
         }
         (Some(JobState::Leased), _) => {
-            txn.open_table(LEASES)?.remove(rec.id)?;
+            tx.leases()?.remove(rec.id)?;
         }
         (Some(JobState::Retrying), _) => {
             txn.open_table(RETRYING)?.remove(rec.id)?;
@@ -164,7 +162,7 @@ fn save(tx: &mut Tx<'_>, old: Option<JobState>, rec: &JobRecord, now: i64) -> Re
     }
     match new {
         JobState::Queued => {
-            txn.open_table(READY)?.insert(key, ())?;
+            tx.ready()?.insert(key, ())?;
         }
         JobState::Retrying => {
             txn.open_table(RETRYING)?.insert(rec.id, rec.next_attempt_at)?;
@@ -184,7 +182,7 @@ fn save(tx: &mut Tx<'_>, old: Option<JobState>, rec: &JobRecord, now: i64) -> Re
 /// Applies `event` to `rec` with the pure [`transition`]: the one place a job's state
 /// changes. `fill` sets the fields that follow from the new state before the record and
 /// its indexes are saved; when the transition does not exist nothing is written.
-pub fn apply(tx: &mut Tx<'_>, rec: &mut JobRecord, event: Event, now: i64, fill: impl FnOnce(&mut JobRecord, JobState)) -> Result<Result<JobState, TransitionError>, StoreError> {
+pub fn apply(tx: &mut Tx<'_, '_>, rec: &mut JobRecord, event: Event, now: i64, fill: impl FnOnce(&mut JobRecord, JobState)) -> Result<Result<JobState, TransitionError>, StoreError> {
     let old = state_of(rec)?;
     let next = match transition(old, event) {
         Ok(next) => next,
@@ -202,18 +200,18 @@ pub fn apply(tx: &mut Tx<'_>, rec: &mut JobRecord, event: Event, now: i64, fill:
 
 /// Moves `lease` (job `id`'s current one) to at least `until` (µs): the one writer of
 /// lease extensions (heartbeats, a partial as a sign of life, the core's own waits).
-fn extend_lease(txn: &WriteTransaction, id: u64, lease: &mut LeaseRecord, until: i64) -> Result<(), StoreError> {
+fn extend_lease(tx: &Tx<'_, '_>, id: u64, lease: &mut LeaseRecord, until: i64) -> Result<(), StoreError> {
     lease.deadline = lease.deadline.max(until);
-    txn.open_table(LEASES)?.insert(id, lease.encode_to_vec().as_slice())?;
+    tx.leases()?.insert(id, lease.encode_to_vec().as_slice())?;
     Ok(())
 }
 
 /// A partial submission of lease `lease` (job `rec`'s current one) was accepted: the
 /// [`Event::Progress`] transition, and the lease extended to at least `until` (a partial
 /// is a sign of life, like a heartbeat). Returns the lease's deadline.
-pub fn progress(tx: &mut Tx<'_>, rec: &mut JobRecord, lease: &mut LeaseRecord, until: i64, now: i64) -> Result<i64, StoreError> {
+pub fn progress(tx: &mut Tx<'_, '_>, rec: &mut JobRecord, lease: &mut LeaseRecord, until: i64, now: i64) -> Result<i64, StoreError> {
     apply(tx, rec, Event::Progress, now, |_, _| {})?.map_err(|e| StoreError::Corrupt(e.to_string()))?;
-    extend_lease(tx.txn, rec.id, lease, until)?;
+    extend_lease(tx, rec.id, lease, until)?;
     Ok(lease.deadline)
 }
 
@@ -221,7 +219,7 @@ pub fn progress(tx: &mut Tx<'_>, rec: &mut JobRecord, lease: &mut LeaseRecord, u
 // operations
 // ---------------------------------------------------------------------------
 
-pub fn insert(tx: &mut Tx<'_>, new: NewJob, now: i64) -> Result<JobRecord, StoreError> {
+pub fn insert(tx: &mut Tx<'_, '_>, new: NewJob, now: i64) -> Result<JobRecord, StoreError> {
     let id = next_counter(tx.txn, "next_job_id")?;
     let rec = record(id, new, now);
     save(tx, None, &rec, now)?;
@@ -254,7 +252,7 @@ pub fn child_named(txn: &WriteTransaction, tenant: &str, name: &str) -> Result<O
 }
 
 /// Creates the child job `new` of job `parent`, queued, under its name in the tenant.
-pub fn insert_child(tx: &mut Tx<'_>, new: NewJob, parent: u64, now: i64) -> Result<JobRecord, StoreError> {
+pub fn insert_child(tx: &mut Tx<'_, '_>, new: NewJob, parent: u64, now: i64) -> Result<JobRecord, StoreError> {
     let id = next_counter(tx.txn, "next_job_id")?;
     let rec = JobRecord { parents: vec![parent], ..record(id, new, now) };
     save(tx, None, &rec, now)?;
@@ -263,8 +261,8 @@ pub fn insert_child(tx: &mut Tx<'_>, new: NewJob, parent: u64, now: i64) -> Resu
 }
 
 /// Job `id` (created by another submission) gains `parent` ([`Event::Adopt`]).
-pub fn adopt(tx: &mut Tx<'_>, id: u64, parent: u64, now: i64) -> Result<(), StoreError> {
-    let Some(mut child) = load(tx.txn, id)? else { return Ok(()) };
+pub fn adopt(tx: &mut Tx<'_, '_>, id: u64, parent: u64, now: i64) -> Result<(), StoreError> {
+    let Some(mut child) = load(tx, id)? else { return Ok(()) };
     if child.parents.contains(&parent) {
         return Ok(());
     }
@@ -274,10 +272,10 @@ pub fn adopt(tx: &mut Tx<'_>, id: u64, parent: u64, now: i64) -> Result<(), Stor
 
 /// A client's job: the one its idempotency key already names in the tenant (false),
 /// or a new one (true).
-pub fn insert_once(tx: &mut Tx<'_>, new: NewJob, now: i64) -> Result<(JobRecord, bool), StoreError> {
+pub fn insert_once(tx: &mut Tx<'_, '_>, new: NewJob, now: i64) -> Result<(JobRecord, bool), StoreError> {
     if !new.idempotency_key.is_empty() {
         let existing = tx.txn.open_table(IDEMPOTENCY)?.get((new.tenant.as_str(), new.idempotency_key.as_str()))?.map(|g| g.value());
-        if let Some(rec) = existing.map(|id| load(tx.txn, id)).transpose()?.flatten() {
+        if let Some(rec) = existing.map(|id| load(tx, id)).transpose()?.flatten() {
             return Ok((rec, false));
         }
     }
@@ -330,13 +328,13 @@ pub struct Granted {
 
 /// Leases job `id` to `worker`, if it is still queued (it may have been cancelled
 /// since the queue actor picked it).
-pub fn lease(tx: &mut Tx<'_>, id: u64, worker: &str, policy: &Policy, now: i64) -> Result<Option<Granted>, StoreError> {
-    let Some(mut rec) = load(tx.txn, id)? else { return Ok(None) };
+pub fn lease(tx: &mut Tx<'_, '_>, id: u64, worker: &str, policy: &Policy, now: i64) -> Result<Option<Granted>, StoreError> {
+    let Some(mut rec) = load(tx, id)? else { return Ok(None) };
     if apply(tx, &mut rec, Event::Lease, now, |r, _| r.lease_seq += 1)?.is_err() {
         return Ok(None);
     }
     let lease = LeaseRecord { worker_id: worker.to_string(), attempt: rec.lease_seq, deadline: now + policy.lease_us, granted_at: now };
-    tx.txn.open_table(LEASES)?.insert(id, lease.encode_to_vec().as_slice())?;
+    tx.leases()?.insert(id, lease.encode_to_vec().as_slice())?;
     // Missing only if the file was damaged: the worker's ReadBlob then fails the attempt.
     let content = inline_content(&rec, || tx.txn.open_table(CONTENTS))?;
     Ok(Some(Granted { job: rec, lease, content }))
@@ -344,25 +342,25 @@ pub fn lease(tx: &mut Tx<'_>, id: u64, worker: &str, policy: &Policy, now: i64) 
 
 /// Extends the leases that `worker` holds among `items` (job id, optional lease
 /// number); returns the extended job ids and the new deadline.
-pub fn heartbeat(tx: &mut Tx<'_>, worker: &str, items: &[(u64, Option<u64>)], policy: &Policy, now: i64) -> Result<(Vec<u64>, i64), StoreError> {
+pub fn heartbeat(tx: &mut Tx<'_, '_>, worker: &str, items: &[(u64, Option<u64>)], policy: &Policy, now: i64) -> Result<(Vec<u64>, i64), StoreError> {
     let deadline = now + policy.lease_us;
     let mut extended = Vec::new();
     for &(id, attempt) in items {
-        let Some(mut lease) = load_lease(tx.txn, id)? else { continue };
+        let Some(mut lease) = load_lease(tx, id)? else { continue };
         if check_holder(id, &lease, Some(worker), attempt).is_err() {
             continue;
         }
-        extend_lease(tx.txn, id, &mut lease, deadline)?;
+        extend_lease(tx, id, &mut lease, deadline)?;
         extended.push(id);
     }
     Ok((extended, deadline))
 }
 
 /// Extends lease `attempt` of job `id` by a lease from `now`, if it is current.
-pub fn keep_alive(tx: &mut Tx<'_>, id: u64, attempt: u64, policy: &Policy, now: i64) -> Result<(), StoreError> {
-    let Some(mut lease) = load_lease(tx.txn, id)? else { return Ok(()) };
+pub fn keep_alive(tx: &mut Tx<'_, '_>, id: u64, attempt: u64, policy: &Policy, now: i64) -> Result<(), StoreError> {
+    let Some(mut lease) = load_lease(tx, id)? else { return Ok(()) };
     if lease.attempt == attempt {
-        extend_lease(tx.txn, id, &mut lease, now + policy.lease_us)?;
+        extend_lease(tx, id, &mut lease, now + policy.lease_us)?;
     }
     Ok(())
 }
@@ -396,13 +394,13 @@ pub fn check_holder(id: u64, lease: &LeaseRecord, worker: Option<&str>, attempt:
 }
 
 /// The job and its lease, if lease `attempt` of job `id` is current and held by `worker` (when given).
-pub(crate) fn fence(txn: &WriteTransaction, id: u64, worker: Option<&str>, attempt: u64) -> Result<Result<(JobRecord, LeaseRecord), Fenced>, StoreError> {
-    let Some(rec) = load(txn, id)? else { return Ok(Err(Fenced::NoJob(id))) };
+pub(crate) fn fence(tx: &Tx<'_, '_>, id: u64, worker: Option<&str>, attempt: u64) -> Result<Result<(JobRecord, LeaseRecord), Fenced>, StoreError> {
+    let Some(rec) = load(tx, id)? else { return Ok(Err(Fenced::NoJob(id))) };
     let state = state_of(&rec)?;
     if state != JobState::Leased {
         return Ok(Err(Fenced::NotLeased { id, state: state.as_str() }));
     }
-    let Some(lease) = load_lease(txn, id)? else { return Ok(Err(Fenced::NoLease(id))) };
+    let Some(lease) = load_lease(tx, id)? else { return Ok(Err(Fenced::NoLease(id))) };
     Ok(check_holder(id, &lease, worker, Some(attempt)).map(|()| (rec, lease)))
 }
 
@@ -418,8 +416,8 @@ pub enum FailOutcome {
 
 /// Fails lease `attempt` of job `id`. `worker` (when given) must be the holder;
 /// the supervisor and lease expiry pass `None` and fence on the attempt alone.
-pub fn fail(tx: &mut Tx<'_>, id: u64, worker: Option<&str>, attempt: u64, mut failure: FailureRecord, policy: &Policy, now: i64) -> Result<FailOutcome, StoreError> {
-    let (mut rec, lease) = match fence(tx.txn, id, worker, attempt)? {
+pub fn fail(tx: &mut Tx<'_, '_>, id: u64, worker: Option<&str>, attempt: u64, mut failure: FailureRecord, policy: &Policy, now: i64) -> Result<FailOutcome, StoreError> {
+    let (mut rec, lease) = match fence(tx, id, worker, attempt)? {
         Ok(v) => v,
         Err(fenced) => return Ok(FailOutcome::NotCurrent(fenced.to_string())),
     };
@@ -453,8 +451,8 @@ pub enum ExpireOutcome {
     Failed(FailOutcome),
 }
 
-pub fn expire(tx: &mut Tx<'_>, id: u64, attempt: u64, policy: &Policy, now: i64) -> Result<ExpireOutcome, StoreError> {
-    let Some(lease) = load_lease(tx.txn, id)? else { return Ok(ExpireOutcome::NotCurrent) };
+pub fn expire(tx: &mut Tx<'_, '_>, id: u64, attempt: u64, policy: &Policy, now: i64) -> Result<ExpireOutcome, StoreError> {
+    let Some(lease) = load_lease(tx, id)? else { return Ok(ExpireOutcome::NotCurrent) };
     if lease.attempt != attempt {
         return Ok(ExpireOutcome::NotCurrent);
     }
@@ -472,8 +470,8 @@ pub fn expire(tx: &mut Tx<'_>, id: u64, attempt: u64, policy: &Policy, now: i64)
 }
 
 /// Moves a retrying job whose backoff ran out back to the queue.
-pub fn due(tx: &mut Tx<'_>, id: u64, now: i64) -> Result<Option<JobRecord>, StoreError> {
-    let Some(mut rec) = load(tx.txn, id)? else { return Ok(None) };
+pub fn due(tx: &mut Tx<'_, '_>, id: u64, now: i64) -> Result<Option<JobRecord>, StoreError> {
+    let Some(mut rec) = load(tx, id)? else { return Ok(None) };
     if rec.next_attempt_at > now {
         return Ok(None);
     }
@@ -490,12 +488,12 @@ pub struct Released {
 
 /// Gives a lease back without charging an attempt (drain, restart), or None when the
 /// lease was not current.
-pub fn release(tx: &mut Tx<'_>, id: u64, attempt: Option<u64>, now: i64) -> Result<Option<Released>, StoreError> {
-    let Some(lease) = load_lease(tx.txn, id)? else { return Ok(None) };
+pub fn release(tx: &mut Tx<'_, '_>, id: u64, attempt: Option<u64>, now: i64) -> Result<Option<Released>, StoreError> {
+    let Some(lease) = load_lease(tx, id)? else { return Ok(None) };
     if attempt.is_some_and(|a| a != lease.attempt) {
         return Ok(None);
     }
-    let Some(mut rec) = load(tx.txn, id)? else { return Ok(None) };
+    let Some(mut rec) = load(tx, id)? else { return Ok(None) };
     if apply(tx, &mut rec, Event::Release, now, |_, _| {})?.is_err() {
         return Ok(None);
     }
@@ -503,8 +501,8 @@ pub fn release(tx: &mut Tx<'_>, id: u64, attempt: Option<u64>, now: i64) -> Resu
 }
 
 /// Every job that holds a lease now.
-pub fn leased_ids(txn: &WriteTransaction) -> Result<Vec<u64>, StoreError> {
-    let t = txn.open_table(LEASES)?;
+pub fn leased_ids(tx: &Tx<'_, '_>) -> Result<Vec<u64>, StoreError> {
+    let t = tx.leases()?;
     Ok(t.iter()?.map(|e| e.map(|(k, _)| k.value())).collect::<Result<_, _>>()?)
 }
 
@@ -519,17 +517,17 @@ pub struct Cancelled {
 }
 
 /// A client's job, if it exists for `tenant`.
-fn client_job(txn: &WriteTransaction, id: u64, tenant: Option<&str>) -> Result<Result<JobRecord, JobError>, StoreError> {
-    Ok(load(txn, id)?.filter(|r| tenant.is_none_or(|t| t == r.tenant)).ok_or(JobError::NotFound(id)))
+fn client_job(tx: &Tx<'_, '_>, id: u64, tenant: Option<&str>) -> Result<Result<JobRecord, JobError>, StoreError> {
+    Ok(load(tx, id)?.filter(|r| tenant.is_none_or(|t| t == r.tenant)).ok_or(JobError::NotFound(id)))
 }
 
-pub fn cancel(tx: &mut Tx<'_>, id: u64, tenant: Option<&str>, now: i64) -> Result<Result<Cancelled, JobError>, StoreError> {
-    let mut rec = match client_job(tx.txn, id, tenant)? {
+pub fn cancel(tx: &mut Tx<'_, '_>, id: u64, tenant: Option<&str>, now: i64) -> Result<Result<Cancelled, JobError>, StoreError> {
+    let mut rec = match client_job(tx, id, tenant)? {
         Ok(r) => r,
         Err(e) => return Ok(Err(e)),
     };
     let previous = state_of(&rec)?;
-    let lease = load_lease(tx.txn, id)?;
+    let lease = load_lease(tx, id)?;
     if let Err(e) = apply(tx, &mut rec, Event::Cancel, now, |r, _| r.next_attempt_at = 0)? {
         return Ok(Err(e.into()));
     }
@@ -539,8 +537,8 @@ pub fn cancel(tx: &mut Tx<'_>, id: u64, tenant: Option<&str>, now: i64) -> Resul
 
 /// Moves a dead (or cancelled) job back to the queue with a fresh attempt budget;
 /// its failure history stays.
-pub fn retry(tx: &mut Tx<'_>, id: u64, tenant: Option<&str>, now: i64) -> Result<Result<JobRecord, JobError>, StoreError> {
-    let mut rec = match client_job(tx.txn, id, tenant)? {
+pub fn retry(tx: &mut Tx<'_, '_>, id: u64, tenant: Option<&str>, now: i64) -> Result<Result<JobRecord, JobError>, StoreError> {
+    let mut rec = match client_job(tx, id, tenant)? {
         Ok(r) => r,
         Err(e) => return Ok(Err(e)),
     };

@@ -131,7 +131,7 @@ impl Store {
     pub async fn write<T, F>(&self, f: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
-        F: FnOnce(&mut Tx<'_>) -> Result<T, StoreError> + Send + 'static,
+        F: FnOnce(&mut Tx<'_, '_>) -> Result<T, StoreError> + Send + 'static,
     {
         let (reply, rx) = oneshot::channel();
         self.ops.send(writer::op(f, reply)).await.map_err(|_| StoreError::WriterGone)?;

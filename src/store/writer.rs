@@ -8,24 +8,71 @@
 //! may try again), and the writer goes on. Should the writer itself die (a panic
 //! inside redb's commit), the process exits at once rather than serve on without a
 //! store: every later change would wait forever.
+use std::cell::{RefCell, RefMut};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
-use redb::{Database, Durability, WriteTransaction};
+use redb::{Database, Durability, Key, Table, TableDefinition, TableHandle, Value, WriteTransaction};
 use tokio::sync::{broadcast, mpsc, oneshot};
 
-use super::StoreError;
+use super::{tables, StoreError};
 
-/// A change's view of the shared transaction.
-pub struct Tx<'a> {
-    pub txn: &'a WriteTransaction,
-    changed: &'a mut Vec<u64>,
+/// A change's view of the shared transaction: the transaction itself, and the tables of
+/// the job state machine, which every change of a batch shares open.
+pub struct Tx<'a, 't> {
+    pub txn: &'t WriteTransaction,
+    open: &'a Open<'t>,
 }
 
-impl Tx<'_> {
+/// The job state machine's tables, each opened by the first change of a batch that uses
+/// it and closed once before the commit: opening and closing a redb table for every
+/// access was a quarter of the writer's time (bench/dispatch, perf). Every write-path
+/// access to them goes through [`Tx`]; opening one of them directly in a batch that holds
+/// it open is refused by redb (`TableAlreadyOpen`), which fails that batch, never
+/// corrupts it.
+#[derive(Default)]
+pub(super) struct Open<'t> {
+    changed: RefCell<Vec<u64>>,
+    jobs: RefCell<Option<Table<'t, u64, &'static [u8]>>>,
+    leases: RefCell<Option<Table<'t, u64, &'static [u8]>>>,
+    counts: RefCell<Option<Table<'t, (&'static str, u8), u64>>>,
+    ready: RefCell<Option<Table<'t, (&'static str, &'static str, u64), ()>>>,
+}
+
+/// A shared table of the batch, opened on first use. A second borrow of the same table
+/// while one is held is a bug of ours: a typed error, which aborts the batch.
+fn shared<'s, 't, K: Key + 'static, V: Value + 'static>(txn: &'t WriteTransaction, cell: &'s RefCell<Option<Table<'t, K, V>>>, def: TableDefinition<'static, K, V>) -> Result<RefMut<'s, Table<'t, K, V>>, StoreError> {
+    let mut slot = cell.try_borrow_mut().map_err(|_| StoreError::Corrupt(format!("table {} borrowed twice at once", def.name())))?;
+    if slot.is_none() {
+        *slot = Some(txn.open_table(def)?);
+    }
+    RefMut::filter_map(slot, Option::as_mut).map_err(|_| StoreError::Corrupt(format!("table {} did not open", def.name())))
+}
+
+impl<'t> Tx<'_, 't> {
     /// Records that job `id` changed, so watchers hear of it after the commit.
-    pub fn touched(&mut self, id: u64) {
-        self.changed.push(id);
+    pub fn touched(&self, id: u64) {
+        self.open.changed.borrow_mut().push(id);
+    }
+
+    /// [`tables::JOBS`], open for the batch.
+    pub fn jobs(&self) -> Result<RefMut<'_, Table<'t, u64, &'static [u8]>>, StoreError> {
+        shared(self.txn, &self.open.jobs, tables::JOBS)
+    }
+
+    /// [`tables::LEASES`], open for the batch.
+    pub fn leases(&self) -> Result<RefMut<'_, Table<'t, u64, &'static [u8]>>, StoreError> {
+        shared(self.txn, &self.open.leases, tables::LEASES)
+    }
+
+    /// [`tables::COUNTS`], open for the batch.
+    pub fn counts(&self) -> Result<RefMut<'_, Table<'t, (&'static str, u8), u64>>, StoreError> {
+        shared(self.txn, &self.open.counts, tables::COUNTS)
+    }
+
+    /// [`tables::READY`], open for the batch.
+    pub fn ready(&self) -> Result<RefMut<'_, Table<'t, (&'static str, &'static str, u64), ()>>, StoreError> {
+        shared(self.txn, &self.open.ready, tables::READY)
     }
 }
 
@@ -35,7 +82,7 @@ pub type CommitObserver = Box<dyn Fn(usize, std::time::Duration) + Send + Sync>;
 /// Called with the commit's outcome, after the commit.
 type Finish = Box<dyn FnOnce(Result<(), String>) + Send>;
 /// A change: applies itself, says whether storage failed, and leaves a finisher.
-type Change = Box<dyn FnOnce(&mut Tx<'_>) -> (Option<String>, Finish) + Send>;
+type Change = Box<dyn FnOnce(&mut Tx<'_, '_>) -> (Option<String>, Finish) + Send>;
 
 /// What the writer thread receives: a change, or the request to stop after the
 /// changes before it.
@@ -51,7 +98,7 @@ pub(super) fn stop() -> Op {
 pub(super) fn op<T, F>(f: F, reply: oneshot::Sender<Result<T, StoreError>>) -> Op
 where
     T: Send + 'static,
-    F: FnOnce(&mut Tx<'_>) -> Result<T, StoreError> + Send + 'static,
+    F: FnOnce(&mut Tx<'_, '_>) -> Result<T, StoreError> + Send + 'static,
 {
     Op::Change(Box::new(move |tx| match catch_unwind(AssertUnwindSafe(|| f(tx))).unwrap_or_else(|panic| Err(StoreError::Panicked(panic_message(panic.as_ref())))) {
         Ok(value) => (
@@ -155,19 +202,22 @@ fn commit_batch(db: &Database, batch: &mut Vec<Change>, changes: &broadcast::Sen
         return false;
     }
     let started = std::time::Instant::now();
-    let mut changed = Vec::new();
     let mut finishers: Vec<Finish> = Vec::with_capacity(n);
     let mut aborted: Option<String> = None;
+    let open = Open::default();
     // After a storage failure the remaining changes still run (into a transaction that
     // will be aborted), so that each of them is answered with the abort's reason.
     for op in batch.drain(..) {
-        let mut tx = Tx { txn: &txn, changed: &mut changed };
+        let mut tx = Tx { txn: &txn, open: &open };
         let (err, finish) = op(&mut tx);
         if aborted.is_none() {
             aborted = err;
         }
         finishers.push(finish);
     }
+    let mut changed = open.changed.take();
+    // The shared tables close here, before the commit.
+    drop(open);
     let applied = started.elapsed();
     let outcome = match aborted {
         Some(reason) => {
