@@ -33,11 +33,18 @@ pub struct Tx<'a, 't> {
 #[derive(Default)]
 pub(super) struct Open<'t> {
     changed: RefCell<Vec<u64>>,
-    jobs: RefCell<Option<Table<'t, u64, &'static [u8]>>>,
-    leases: RefCell<Option<Table<'t, u64, &'static [u8]>>>,
-    counts: RefCell<Option<Table<'t, (&'static str, u8), u64>>>,
-    ready: RefCell<Option<Table<'t, (&'static str, &'static str, u64), ()>>>,
+    jobs: RefCell<Option<Records<'t>>>,
+    leases: RefCell<Option<Records<'t>>>,
+    counts: RefCell<Option<Counts<'t>>>,
+    ready: RefCell<Option<Ready<'t>>>,
 }
+
+/// A table of encoded records by job id ([`tables::JOBS`], [`tables::LEASES`]).
+pub type Records<'t> = Table<'t, u64, &'static [u8]>;
+/// [`tables::COUNTS`]: jobs by (format, state code).
+pub type Counts<'t> = Table<'t, (&'static str, u8), u64>;
+/// [`tables::READY`]: (format, tenant, job id).
+pub type Ready<'t> = Table<'t, (&'static str, &'static str, u64), ()>;
 
 /// A shared table of the batch, opened on first use. A second borrow of the same table
 /// while one is held is a bug of ours: a typed error, which aborts the batch.
@@ -56,22 +63,22 @@ impl<'t> Tx<'_, 't> {
     }
 
     /// [`tables::JOBS`], open for the batch.
-    pub fn jobs(&self) -> Result<RefMut<'_, Table<'t, u64, &'static [u8]>>, StoreError> {
+    pub fn jobs(&self) -> Result<RefMut<'_, Records<'t>>, StoreError> {
         shared(self.txn, &self.open.jobs, tables::JOBS)
     }
 
     /// [`tables::LEASES`], open for the batch.
-    pub fn leases(&self) -> Result<RefMut<'_, Table<'t, u64, &'static [u8]>>, StoreError> {
+    pub fn leases(&self) -> Result<RefMut<'_, Records<'t>>, StoreError> {
         shared(self.txn, &self.open.leases, tables::LEASES)
     }
 
     /// [`tables::COUNTS`], open for the batch.
-    pub fn counts(&self) -> Result<RefMut<'_, Table<'t, (&'static str, u8), u64>>, StoreError> {
+    pub fn counts(&self) -> Result<RefMut<'_, Counts<'t>>, StoreError> {
         shared(self.txn, &self.open.counts, tables::COUNTS)
     }
 
     /// [`tables::READY`], open for the batch.
-    pub fn ready(&self) -> Result<RefMut<'_, Table<'t, (&'static str, &'static str, u64), ()>>, StoreError> {
+    pub fn ready(&self) -> Result<RefMut<'_, Ready<'t>>, StoreError> {
         shared(self.txn, &self.open.ready, tables::READY)
     }
 }
