@@ -206,7 +206,7 @@ impl Core {
             .store
             .write(move |t| {
                 if let Some(data) = &inline {
-                    jobs::put_content(t.txn, &new.blob, data)?;
+                    jobs::put_content(t, &new.blob, data)?;
                 }
                 let now = now_us();
                 let (rec, created) = jobs::insert_once(t, new, now)?;

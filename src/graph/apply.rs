@@ -27,7 +27,7 @@ use redb::{ReadableTable, Table, WriteTransaction};
 use super::wire::{self, Interval, Relationship, Submission};
 use crate::store::records::*;
 use crate::store::tables::*;
-use crate::store::{jobs, StoreError};
+use crate::store::{jobs, StoreError, Tx};
 
 /// Where a submission's elements start in the job's global numbering: the running
 /// totals of the submissions before it.
@@ -221,7 +221,8 @@ fn index(n: u64, what: &str) -> Result<u32, StoreError> {
 }
 
 /// The final commit of lease `attempt` of `rec` (see the module docs).
-pub fn finalize(txn: &WriteTransaction, rec: &JobRecord, attempt: u64, fin: Final<'_>, now: i64) -> Result<Done, StoreError> {
+pub fn finalize(tx: &Tx<'_, '_>, rec: &JobRecord, attempt: u64, fin: Final<'_>, now: i64) -> Result<Done, StoreError> {
+    let txn = tx.txn;
     let seq = fin.sub.seq;
     let tenant = rec.tenant.clone();
     let unchanged = !fin.content_hash.is_empty() && {
@@ -239,7 +240,7 @@ pub fn finalize(txn: &WriteTransaction, rec: &JobRecord, attempt: u64, fin: Fina
     let mut children = Vec::new();
     let mut bases = Bases::default();
     for k in 0..seq {
-        let staged = jobs::submission::<SubmissionRecord>(txn, (rec.id, attempt, k))?.ok_or_else(|| corrupt(format!("job {} lease {attempt}: staged seq {k} is missing", rec.id)))?;
+        let staged = jobs::submission::<SubmissionRecord>(tx, (rec.id, attempt, k))?.ok_or_else(|| corrupt(format!("job {} lease {attempt}: staged seq {k} is missing", rec.id)))?;
         chain.update(if staged.position_hash.is_empty() { staged.result_hash.as_bytes() } else { staged.position_hash.as_bytes() });
         if !unchanged && !staged.result_json.is_empty() {
             let sub = wire::parse(&staged.result_json).map_err(|e| corrupt(format!("job {} staged seq {k} no longer parses: {e}", rec.id)))?;
@@ -259,10 +260,10 @@ pub fn finalize(txn: &WriteTransaction, rec: &JobRecord, attempt: u64, fin: Fina
     super::positions::drop_runs(txn, rec.id, attempt)?;
     if unchanged {
         // Nothing of this attempt is projected: drop what its partials wrote early.
-        reclaim(txn, rec.id, &tenant, attempt)?;
+        reclaim(tx, rec.id, &tenant, attempt)?;
     } else {
         if seq > 0 {
-            txn.open_table(SUBMISSIONS)?.retain_in((rec.id, attempt, 0)..(rec.id, attempt, seq), |_, _| false)?;
+            tx.submissions()?.retain_in((rec.id, attempt, 0)..(rec.id, attempt, seq), |_, _| false)?;
         }
         if has_graph(fin.sub) {
             let p = match proj.as_mut() {
@@ -281,8 +282,9 @@ pub fn finalize(txn: &WriteTransaction, rec: &JobRecord, attempt: u64, fin: Fina
 /// Deletes what lease `attempt` of `job` wrote before its final submission: its
 /// staged partials and every row its partials applied early. Called in the
 /// transaction that ends the attempt without a final (and for an `unchanged` one).
-pub fn reclaim(txn: &WriteTransaction, job: u64, tenant: &str, attempt: u64) -> Result<(), StoreError> {
-    txn.open_table(SUBMISSIONS)?.retain_in((job, attempt, 0)..=(job, attempt, u32::MAX), |_, _| false)?;
+pub fn reclaim(tx: &Tx<'_, '_>, job: u64, tenant: &str, attempt: u64) -> Result<(), StoreError> {
+    let txn = tx.txn;
+    tx.submissions()?.retain_in((job, attempt, 0)..=(job, attempt, u32::MAX), |_, _| false)?;
     super::positions::drop_runs(txn, job, attempt)?;
     let ours = |j: u64, a: u64| j == job && a == attempt;
 

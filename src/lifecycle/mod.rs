@@ -16,7 +16,7 @@ use crate::store::{StoreError, Tx};
 /// Deletes what lease `attempt` of job `id` wrote before a final it will never send.
 fn reclaim_attempt(tx: &mut Tx<'_, '_>, id: u64, attempt: u64) -> Result<(), StoreError> {
     match jobs::load(tx, id)? {
-        Some(rec) => reclaim(tx.txn, id, &rec.tenant, attempt),
+        Some(rec) => reclaim(tx, id, &rec.tenant, attempt),
         None => Ok(()),
     }
 }
@@ -43,7 +43,7 @@ pub fn expire(tx: &mut Tx<'_, '_>, id: u64, attempt: u64, policy: &Policy, now: 
 /// queued job and the worker that held the lease.
 pub fn release(tx: &mut Tx<'_, '_>, id: u64, attempt: Option<u64>, now: i64) -> Result<Option<(JobRecord, String)>, StoreError> {
     let Some(released) = jobs::release(tx, id, attempt, now)? else { return Ok(None) };
-    reclaim(tx.txn, id, &released.job.tenant, released.attempt)?;
+    reclaim(tx, id, &released.job.tenant, released.attempt)?;
     Ok(Some((released.job, released.worker)))
 }
 
@@ -65,7 +65,7 @@ pub fn cancel(tx: &mut Tx<'_, '_>, id: u64, tenant: Option<&str>, now: i64) -> R
         Err(e) => return Ok(Err(e)),
     };
     if let Some(attempt) = cancelled.attempt {
-        reclaim(tx.txn, id, &cancelled.job.tenant, attempt)?;
+        reclaim(tx, id, &cancelled.job.tenant, attempt)?;
     }
     Ok(Ok(cancelled))
 }

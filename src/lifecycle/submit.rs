@@ -9,7 +9,7 @@
 //! partial `k` reads only record `k - 1`: the cost of a partial does not grow with
 //! the number of partials before it.
 use prost::Message;
-use redb::{ReadTransaction, ReadableTable, WriteTransaction};
+use redb::{ReadTransaction, ReadableTable};
 
 use crate::graph::apply::{self, Bases, ChildSpec, Encoded};
 use crate::graph::positions;
@@ -18,7 +18,7 @@ use crate::failure::FailureKind;
 use crate::store::jobs::{self, FailOutcome, NewJob, Policy};
 use crate::store::records::{FailureRecord, JobRecord, LeaseRecord, SubmissionHead, SubmissionRecord};
 use crate::store::state::Event;
-use crate::store::tables::{LEASES, META, SUBMISSIONS};
+use crate::store::tables::{LEASES, SUBMISSIONS};
 use crate::store::{StoreError, Tx};
 
 /// A submission that passed validation, ready to be accepted.
@@ -101,8 +101,8 @@ pub fn base_offset(txn: &ReadTransaction, job: u64, attempt: u64, seq: u32) -> R
 }
 
 /// Hands out `n` consecutive core node numbers; returns the first.
-fn allocate_node_numbers(txn: &WriteTransaction, n: u64) -> Result<u64, StoreError> {
-    let mut t = txn.open_table(META)?;
+fn allocate_node_numbers(tx: &Tx<'_, '_>, n: u64) -> Result<u64, StoreError> {
+    let mut t = tx.meta()?;
     let next = t.get("next_node_id")?.map(|g| g.value()).unwrap_or(1);
     if n > 0 {
         t.insert("next_node_id", next + n)?;
@@ -113,7 +113,7 @@ fn allocate_node_numbers(txn: &WriteTransaction, n: u64) -> Result<u64, StoreErr
 pub fn submit(tx: &mut Tx<'_, '_>, s: Staged, policy: &Policy, now: i64) -> Result<SubmitOutcome, StoreError> {
     let seq = s.sub.seq;
     let key = (s.job_id, s.attempt, seq);
-    if let Some(stored) = jobs::submission::<SubmissionRecord>(tx.txn, key)? {
+    if let Some(stored) = jobs::submission::<SubmissionRecord>(tx, key)? {
         // A re-send (the worker did not see our reply): same bytes → same answer.
         let same = stored.result_hash == blake3::hash(&s.result_json).to_hex().as_str();
         let same_lease = jobs::load(tx, s.job_id)?.is_some_and(|r| r.lease_seq == s.attempt);
@@ -128,7 +128,7 @@ pub fn submit(tx: &mut Tx<'_, '_>, s: Staged, policy: &Policy, now: i64) -> Resu
         Err(fenced) => return Ok(SubmitOutcome::Rejected(fenced.to_string())),
     };
     let expected = {
-        let t = tx.txn.open_table(SUBMISSIONS)?;
+        let t = tx.submissions()?;
         u32::try_from(t.range((s.job_id, s.attempt, 0)..=(s.job_id, s.attempt, u32::MAX))?.count()).unwrap_or(u32::MAX)
     };
     if seq != expected {
@@ -148,7 +148,7 @@ pub fn submit(tx: &mut Tx<'_, '_>, s: Staged, policy: &Policy, now: i64) -> Resu
         return Ok(SubmitOutcome::Protocol { reason, failed });
     }
     let prev = match seq.checked_sub(1) {
-        Some(p) => jobs::submission::<SubmissionHead>(tx.txn, (s.job_id, s.attempt, p))?,
+        Some(p) => jobs::submission::<SubmissionHead>(tx, (s.job_id, s.attempt, p))?,
         None => None,
     };
     let (base, bases, hash_before) = prev.map(|p| (p.text_end, Bases::after_head(&p), p.content_hash)).unwrap_or_default();
@@ -157,10 +157,10 @@ pub fn submit(tx: &mut Tx<'_, '_>, s: Staged, policy: &Policy, now: i64) -> Resu
         return Ok(SubmitOutcome::Rejected(format!("seq {seq} was checked against text offset {} but the text so far ends at {base}: send it again", s.base)));
     }
     for (hash, data) in &s.child_inline {
-        jobs::put_content(tx.txn, hash, data)?;
+        jobs::put_content(tx, hash, data)?;
     }
     let fresh: Vec<u32> = s.sub.nodes.iter().enumerate().filter(|(_, n)| n.id.is_none()).map(|(i, _)| u32::try_from(i).unwrap_or(u32::MAX)).collect();
-    let first_core = allocate_node_numbers(tx.txn, fresh.len() as u64)?;
+    let first_core = allocate_node_numbers(tx, fresh.len() as u64)?;
     let mut next_core = first_core;
     let node_ids: Vec<String> = s
         .sub
@@ -202,7 +202,7 @@ pub fn submit(tx: &mut Tx<'_, '_>, s: Staged, policy: &Policy, now: i64) -> Resu
         if early.needs_final {
             stored.result_json = s.result_json;
         }
-        tx.txn.open_table(SUBMISSIONS)?.insert(key, stored.encode_to_vec().as_slice())?;
+        tx.submissions()?.insert(key, stored.encode_to_vec().as_slice())?;
         // A partial is a sign of life: it extends the lease like a heartbeat.
         let lease_deadline = jobs::progress(tx, &mut rec, &mut lease, now + policy.lease_us, now)?;
         return Ok(SubmitOutcome::Accepted { node_ids, finished: false, lease_deadline, enqueued: vec![], holder: lease.worker_id });
@@ -216,11 +216,11 @@ pub fn submit(tx: &mut Tx<'_, '_>, s: Staged, policy: &Policy, now: i64) -> Resu
         child_blobs: &s.child_blobs,
         content_hash: &stored.content_hash,
     };
-    let done = apply::finalize(tx.txn, &rec, s.attempt, fin, now)?;
+    let done = apply::finalize(tx, &rec, s.attempt, fin, now)?;
     let enqueued = link_children(tx, &mut rec, done.children, now)?;
     // The staged partials were applied; only the final record stays (without its
     // bytes), so that a re-sent final gets the same answer.
-    tx.txn.open_table(SUBMISSIONS)?.insert(key, stored.encode_to_vec().as_slice())?;
+    tx.submissions()?.insert(key, stored.encode_to_vec().as_slice())?;
     jobs::apply(tx, &mut rec, Event::Succeed, now, |r, _| {
         r.submission_hash = done.submission_hash;
         r.node_count = u32::try_from(done.nodes).unwrap_or(u32::MAX);

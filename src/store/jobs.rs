@@ -104,8 +104,8 @@ pub(crate) fn load_lease(tx: &Tx<'_, '_>, id: u64) -> Result<Option<LeaseRecord>
 
 /// Stored submission `key` = (job, lease number, seq), if any, decoded as `M`: the whole
 /// [`super::records::SubmissionRecord`], or its [`super::records::SubmissionHead`] only.
-pub fn submission<M: Message + Default>(txn: &WriteTransaction, key: (u64, u64, u32)) -> Result<Option<M>, StoreError> {
-    let t = txn.open_table(SUBMISSIONS)?;
+pub fn submission<M: Message + Default>(tx: &Tx<'_, '_>, key: (u64, u64, u32)) -> Result<Option<M>, StoreError> {
+    let t = tx.submissions()?;
     let bytes = t.get(key)?;
     Ok(match bytes {
         Some(b) => Some(M::decode(b.value())?),
@@ -113,8 +113,8 @@ pub fn submission<M: Message + Default>(txn: &WriteTransaction, key: (u64, u64, 
     })
 }
 
-pub(crate) fn next_counter(txn: &WriteTransaction, name: &str) -> Result<u64, StoreError> {
-    let mut t = txn.open_table(META)?;
+pub(crate) fn next_counter(tx: &Tx<'_, '_>, name: &str) -> Result<u64, StoreError> {
+    let mut t = tx.meta()?;
     let next = t.get(name)?.map(|g| g.value()).unwrap_or(1);
     t.insert(name, next + 1)?;
     Ok(next)
@@ -220,7 +220,7 @@ pub fn progress(tx: &mut Tx<'_, '_>, rec: &mut JobRecord, lease: &mut LeaseRecor
 // ---------------------------------------------------------------------------
 
 pub fn insert(tx: &mut Tx<'_, '_>, new: NewJob, now: i64) -> Result<JobRecord, StoreError> {
-    let id = next_counter(tx.txn, "next_job_id")?;
+    let id = next_counter(tx, "next_job_id")?;
     let rec = record(id, new, now);
     save(tx, None, &rec, now)?;
     Ok(rec)
@@ -253,7 +253,7 @@ pub fn child_named(txn: &WriteTransaction, tenant: &str, name: &str) -> Result<O
 
 /// Creates the child job `new` of job `parent`, queued, under its name in the tenant.
 pub fn insert_child(tx: &mut Tx<'_, '_>, new: NewJob, parent: u64, now: i64) -> Result<JobRecord, StoreError> {
-    let id = next_counter(tx.txn, "next_job_id")?;
+    let id = next_counter(tx, "next_job_id")?;
     let rec = JobRecord { parents: vec![parent], ..record(id, new, now) };
     save(tx, None, &rec, now)?;
     tx.txn.open_table(CHILD_NAMES)?.insert((rec.tenant.as_str(), rec.name.as_str()), rec.id)?;
@@ -290,11 +290,11 @@ pub fn insert_once(tx: &mut Tx<'_, '_>, new: NewJob, now: i64) -> Result<(JobRec
 /// Stores a small content in CONTENTS under its blake3 hex `hash` (the caller hashed
 /// it), unless it is there already. Durable with the transaction that stores it.
 /// Counts their bytes in META's `inline_content_bytes` (the blob-store gauge's share).
-pub fn put_content(txn: &WriteTransaction, hash: &str, data: &[u8]) -> Result<(), StoreError> {
-    let mut t = txn.open_table(CONTENTS)?;
+pub fn put_content(tx: &Tx<'_, '_>, hash: &str, data: &[u8]) -> Result<(), StoreError> {
+    let mut t = tx.txn.open_table(CONTENTS)?;
     if t.get(hash)?.is_none() {
         t.insert(hash, data)?;
-        let mut meta = txn.open_table(META)?;
+        let mut meta = tx.meta()?;
         let before = meta.get(INLINE_BYTES_KEY)?.map_or(0, |g| g.value());
         meta.insert(INLINE_BYTES_KEY, before + data.len() as u64)?;
     }

@@ -24,7 +24,7 @@ pub struct Tx<'a, 't> {
     open: &'a Open<'t>,
 }
 
-/// The job state machine's tables, each opened by the first change of a batch that uses
+/// The job state machine's tables (and the submissions and counters), each opened by the first change of a batch that uses
 /// it and closed once before the commit: opening and closing a redb table for every
 /// access was a quarter of the writer's time (bench/dispatch, perf). Every write-path
 /// access to them goes through [`Tx`]; opening one of them directly in a batch that holds
@@ -37,6 +37,8 @@ pub(super) struct Open<'t> {
     leases: RefCell<Option<Records<'t>>>,
     counts: RefCell<Option<Counts<'t>>>,
     ready: RefCell<Option<Ready<'t>>>,
+    submissions: RefCell<Option<Submissions<'t>>>,
+    meta: RefCell<Option<Meta<'t>>>,
 }
 
 /// A table of encoded records by job id ([`tables::JOBS`], [`tables::LEASES`]).
@@ -45,6 +47,10 @@ pub type Records<'t> = Table<'t, u64, &'static [u8]>;
 pub type Counts<'t> = Table<'t, (&'static str, u8), u64>;
 /// [`tables::READY`]: (format, tenant, job id).
 pub type Ready<'t> = Table<'t, (&'static str, &'static str, u64), ()>;
+/// [`tables::SUBMISSIONS`]: by (job, lease number, seq).
+pub type Submissions<'t> = Table<'t, (u64, u64, u32), &'static [u8]>;
+/// [`tables::META`]: counters by name.
+pub type Meta<'t> = Table<'t, &'static str, u64>;
 
 /// A shared table of the batch, opened on first use. A second borrow of the same table
 /// while one is held is a bug of ours: a typed error, which aborts the batch.
@@ -80,6 +86,16 @@ impl<'t> Tx<'_, 't> {
     /// [`tables::READY`], open for the batch.
     pub fn ready(&self) -> Result<RefMut<'_, Ready<'t>>, StoreError> {
         shared(self.txn, &self.open.ready, tables::READY)
+    }
+
+    /// [`tables::SUBMISSIONS`], open for the batch.
+    pub fn submissions(&self) -> Result<RefMut<'_, Submissions<'t>>, StoreError> {
+        shared(self.txn, &self.open.submissions, tables::SUBMISSIONS)
+    }
+
+    /// [`tables::META`], open for the batch.
+    pub fn meta(&self) -> Result<RefMut<'_, Meta<'t>>, StoreError> {
+        shared(self.txn, &self.open.meta, tables::META)
     }
 }
 
