@@ -420,14 +420,20 @@ struct LeaseActor {
 
 impl LeaseActor {
     async fn run(mut self) {
+        // One timer for the earliest deadline, moved only when a sooner one appears: when
+        // the earliest goes (a lease ended), the timer fires early once and is set again.
+        // A timer made afresh for every message was a tenth of this actor's time.
+        let timer = tokio::time::sleep_until(Instant::now());
+        tokio::pin!(timer);
+        let mut armed: Option<i64> = None;
         loop {
             let next = self.expiries.first().map(|e| e.0).into_iter().chain(self.retries.first().map(|e| e.0)).min();
-            let sleep = async {
-                match next {
-                    Some(at) => tokio::time::sleep_until(instant_of(at)).await,
-                    None => std::future::pending().await,
+            if let Some(at) = next {
+                if armed.is_none_or(|a| at < a) {
+                    timer.as_mut().reset(instant_of(at));
+                    armed = Some(at);
                 }
-            };
+            }
             tokio::select! {
                 msg = self.rx.recv() => match msg {
                     Some(Msg::Shutdown { reply }) => {
@@ -439,7 +445,10 @@ impl LeaseActor {
                     Some(msg) => self.handle(msg),
                     None => return self.finish().await,
                 },
-                () = sleep => self.fire(),
+                () = &mut timer, if armed.is_some() => {
+                    armed = None;
+                    self.fire();
+                }
                 Some(done) = self.tasks.join_next(), if !self.tasks.is_empty() => {
                     match done {
                         Ok(done) => self.complete(done),
