@@ -5,21 +5,27 @@
 //!
 //! [`Leases`] is a handle holding only a sender; every request is a [`Msg`] with a
 //! oneshot reply. The actor owns the store handle, the policy and whom to tell of a
-//! lease's end, and runs each request's store work on a task of its own (a `JoinSet`
-//! it owns), so its loop never waits for a commit and many concurrent requests meet
-//! in the store writer's group commit. A task's follow-ups (timers to arm or drop)
-//! come back through the `JoinSet`, applied before the request's reply is sent; the
-//! actor holds no sender to its own inbox.
+//! lease's end, and runs each request's store work as a future of its own that the actor
+//! polls beside its inbox (a `FuturesUnordered` it owns), so its loop never waits for a
+//! commit and many concurrent requests meet in the store writer's group commit. A
+//! future's follow-ups (timers to arm or drop) come back through that set, applied
+//! before the request's reply is sent; the actor holds no sender to its own inbox.
+//! The futures are not tokio tasks: a task spawned and joined for each request (two a
+//! job) cost more than the request's own work outside the store; a panic in one is
+//! caught at its boundary, as a task's would be.
 //!
 //! Timers are soft: a timer that fires re-checks the stored lease inside a write
 //! transaction, so a heartbeat that moved the deadline only costs one re-arm, and
 //! a lease that ended is never expired twice.
 use std::collections::{BTreeSet, HashMap};
 use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use tokio::sync::{broadcast, mpsc, oneshot};
-use tokio::task::JoinSet;
+use futures_util::stream::FuturesUnordered;
+use futures_util::{FutureExt, StreamExt};
 use tokio::time::Instant;
 
 use super::queue::{Delivery, JobSender, ReadyJob, Returned, ReturnSender};
@@ -68,7 +74,7 @@ impl Leases {
     pub(super) fn start(store: Store, policy: Arc<Policy>, returned: ReturnSender, events: broadcast::Sender<CoreEvent>) -> Self {
         let (tx, rx) = mpsc::channel(8192);
         let ctx = Ctx { store, policy, returned, events };
-        let actor = LeaseActor { rx, ctx, tasks: JoinSet::new(), expiries: BTreeSet::new(), tracked: HashMap::new(), retries: BTreeSet::new() };
+        let actor = LeaseActor { rx, ctx, tasks: FuturesUnordered::new(), expiries: BTreeSet::new(), tracked: HashMap::new(), retries: BTreeSet::new() };
         tokio::spawn(actor.run());
         Self { tx }
     }
@@ -170,7 +176,7 @@ impl Leases {
     }
 }
 
-/// What a task asks of the actor once its store work is done.
+/// What a request's future asks of the actor once its store work is done.
 enum FollowUp {
     Track { id: u64, attempt: u64, deadline: i64 },
     Untrack { id: u64 },
@@ -404,12 +410,15 @@ impl Ctx {
     }
 }
 
+/// A request's store work and what follows it, polled by the actor; `Err` if it panicked.
+type Work = Pin<Box<dyn Future<Output = std::thread::Result<Done>> + Send>>;
+
 struct LeaseActor {
     rx: mpsc::Receiver<Msg>,
     ctx: Ctx,
-    /// Store work of requests and timers (never run on the actor's loop); their
-    /// follow-ups come back here.
-    tasks: JoinSet<Done>,
+    /// Store work of requests and timers, polled beside the inbox (never awaited by the
+    /// loop); their follow-ups come back here.
+    tasks: FuturesUnordered<Work>,
     /// (deadline µs, job id, lease number), earliest first.
     expiries: BTreeSet<(i64, u64, u64)>,
     /// job id → its entry in `expiries`, so an ended lease can be dropped.
@@ -449,10 +458,10 @@ impl LeaseActor {
                     armed = None;
                     self.fire();
                 }
-                Some(done) = self.tasks.join_next(), if !self.tasks.is_empty() => {
+                Some(done) = self.tasks.next(), if !self.tasks.is_empty() => {
                     match done {
                         Ok(done) => self.complete(done),
-                        Err(e) => tracing::error!(error = %e, "a lease task failed"),
+                        Err(_) => tracing::error!("a lease request panicked; its caller hears that the actor is gone"),
                     }
                 }
             }
@@ -462,7 +471,7 @@ impl LeaseActor {
     /// Lets the requests in flight finish (each is one store write), so no caller is
     /// left without its answer.
     async fn finish(&mut self) {
-        while let Some(done) = self.tasks.join_next().await {
+        while let Some(done) = self.tasks.next().await {
             if let Ok(done) = done {
                 self.complete(done);
             }
@@ -470,7 +479,7 @@ impl LeaseActor {
     }
 
     fn spawn(&mut self, task: impl Future<Output = Done> + Send + 'static) {
-        self.tasks.spawn(task);
+        self.tasks.push(Box::pin(AssertUnwindSafe(task).catch_unwind()));
     }
 
     fn handle(&mut self, msg: Msg) {
@@ -533,7 +542,7 @@ impl LeaseActor {
         }
     }
 
-    /// Hands every timer that is due to a task of its own.
+    /// Hands every timer that is due to a future of its own.
     fn fire(&mut self) {
         let now = now_us();
         while let Some(&(deadline, id, attempt)) = self.expiries.first() {
@@ -542,14 +551,14 @@ impl LeaseActor {
             }
             self.expiries.pop_first();
             self.tracked.remove(&id);
-            self.tasks.spawn(self.ctx.clone().expire(id, attempt));
+            self.spawn(self.ctx.clone().expire(id, attempt));
         }
         while let Some(&(due, id)) = self.retries.first() {
             if due > now {
                 break;
             }
             self.retries.pop_first();
-            self.tasks.spawn(self.ctx.clone().due(id));
+            self.spawn(self.ctx.clone().due(id));
         }
     }
 }
