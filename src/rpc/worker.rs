@@ -80,8 +80,9 @@ impl WorkerService for WorkerApi {
 
     async fn submit_ingestion_results(&self, req: Request<Streaming<IngestionResult>>) -> Result<Response<Self::SubmitIngestionResultsStream>, Status> {
         let mut inbound = req.into_inner();
-        // As many answers fit in the channel as results may be handled at once: an answer
-        // is sent while its permit is held, so sending never waits on a slow reader.
+        // A result holds its permit until its answer is in the channel: a worker that stops
+        // reading answers fills the channel, then the permits, and then this stream is not
+        // read any further (backpressure, not a buffer that grows).
         let (tx, rx) = tokio::sync::mpsc::channel(MAX_STREAM_RESULTS);
         let permits = Arc::new(Semaphore::new(MAX_STREAM_RESULTS));
         let core = self.core.clone();
