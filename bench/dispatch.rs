@@ -109,6 +109,7 @@ async fn workers(addr: String, token: String, k: usize, max_in_flight: u32, tota
     let (finished, watch) = tokio::sync::watch::channel(None::<Instant>);
     let finished = Arc::new(finished);
     let result = result_with_nodes(0);
+    let streamed = results_mode() == "stream";
     let tasks: Vec<_> = (0..k)
         .map(|i| {
             let (addr, token) = (addr.clone(), token.clone());
@@ -122,16 +123,13 @@ async fn workers(addr: String, token: String, k: usize, max_in_flight: u32, tota
                 let mut stream = client.poll_jobs(req).await.unwrap().into_inner();
                 let mut replies = tokio::task::JoinSet::new();
                 // Every result a message of one SubmitIngestionResults stream (unless --unary).
-                let results = if !flag("--unary") {
+                let results = if streamed {
                     let (tx, rx) = tokio::sync::mpsc::channel::<IngestionResult>(1024);
                     let mut answers = client.submit_ingestion_results(tokio_stream::wrappers::ReceiverStream::new(rx)).await.unwrap().into_inner();
                     let (done, finished) = (done.clone(), finished.clone());
                     replies.spawn(async move {
                         while let Some(resp) = answers.message().await.unwrap() {
-                            assert!(resp.accepted, "{}", resp.reason);
-                            if done.fetch_add(1, Ordering::Relaxed) + 1 == total {
-                                finished.send_replace(Some(Instant::now()));
-                            }
+                            count_answer(&resp, &done, total, &finished);
                         }
                     });
                     Some(tx)
@@ -158,10 +156,7 @@ async fn workers(addr: String, token: String, k: usize, max_in_flight: u32, tota
                     let (mut client, done, finished) = (client.clone(), done.clone(), finished.clone());
                     replies.spawn(async move {
                         let resp = client.submit_ingestion_result(r).await.unwrap().into_inner();
-                        assert!(resp.accepted, "{}", resp.reason);
-                        if done.fetch_add(1, Ordering::Relaxed) + 1 == total {
-                            finished.send_replace(Some(Instant::now()));
-                        }
+                        count_answer(&resp, &done, total, &finished);
                     });
                 }
                 drop(results);
@@ -176,6 +171,14 @@ async fn workers(addr: String, token: String, k: usize, max_in_flight: u32, tota
     }
     let end = *watch.borrow();
     end.expect("every job answered")
+}
+
+/// Counts an answer, which must be an acceptance; the `total`-th marks the end of the drain.
+fn count_answer(resp: &SubmitResponse, done: &AtomicUsize, total: usize, finished: &tokio::sync::watch::Sender<Option<Instant>>) {
+    assert!(resp.accepted, "{}", resp.reason);
+    if done.fetch_add(1, Ordering::Relaxed) + 1 == total {
+        finished.send_replace(Some(Instant::now()));
+    }
 }
 
 /// CPU seconds (user + system) of process `pid` and of its store-writer thread, from /proc.

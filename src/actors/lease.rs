@@ -23,9 +23,9 @@ use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use tokio::sync::{broadcast, mpsc, oneshot};
 use futures_util::stream::FuturesUnordered;
 use futures_util::{FutureExt, StreamExt};
+use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio::time::Instant;
 
 use super::queue::{Delivery, JobSender, ReadyJob, Returned, ReturnSender};
@@ -478,29 +478,30 @@ impl LeaseActor {
         }
     }
 
-    fn spawn(&mut self, task: impl Future<Output = Done> + Send + 'static) {
+    /// Starts a request's store work: polled with the others from now on.
+    fn start(&mut self, task: impl Future<Output = Done> + Send + 'static) {
         self.tasks.push(Box::pin(AssertUnwindSafe(task).catch_unwind()));
     }
 
     fn handle(&mut self, msg: Msg) {
         let ctx = self.ctx.clone();
         match msg {
-            Msg::Grant { job, worker, tx } => self.spawn(ctx.grant(job, worker, tx)),
-            Msg::Adopt { granted, worker, tx, token } => self.spawn(ctx.adopt(*granted, worker, tx, token)),
-            Msg::Submit { sub, reply } => self.spawn(ctx.submit(*sub, reply)),
-            Msg::Heartbeat { worker, items, reply } => self.spawn(async move {
+            Msg::Grant { job, worker, tx } => self.start(ctx.grant(job, worker, tx)),
+            Msg::Adopt { granted, worker, tx, token } => self.start(ctx.adopt(*granted, worker, tx, token)),
+            Msg::Submit { sub, reply } => self.start(ctx.submit(*sub, reply)),
+            Msg::Heartbeat { worker, items, reply } => self.start(async move {
                 let policy = ctx.policy.clone();
                 let r = ctx.store.write(move |t| jobs::heartbeat(t, &worker, &items, &policy, now_us())).await;
                 Done::reply(Vec::new(), reply, r)
             }),
-            Msg::KeepAlive { id, attempt, reply } => self.spawn(async move {
+            Msg::KeepAlive { id, attempt, reply } => self.start(async move {
                 let policy = ctx.policy.clone();
                 let r = ctx.store.write(move |t| jobs::keep_alive(t, id, attempt, &policy, now_us())).await;
                 Done::reply(Vec::new(), reply, r)
             }),
-            Msg::Fail { id, worker, attempt, failure, reply } => self.spawn(ctx.fail(id, worker, attempt, *failure, reply)),
-            Msg::FailWorker { worker, running, failure, reply } => self.spawn(ctx.fail_worker(worker, running, *failure, reply)),
-            Msg::ReleaseWorker { worker, reply } => self.spawn(ctx.release_worker(worker, reply)),
+            Msg::Fail { id, worker, attempt, failure, reply } => self.start(ctx.fail(id, worker, attempt, *failure, reply)),
+            Msg::FailWorker { worker, running, failure, reply } => self.start(ctx.fail_worker(worker, running, *failure, reply)),
+            Msg::ReleaseWorker { worker, reply } => self.start(ctx.release_worker(worker, reply)),
             Msg::Ended { id, worker } => {
                 let mut out = Vec::new();
                 ctx.ended(id, worker, &mut out);
@@ -551,14 +552,14 @@ impl LeaseActor {
             }
             self.expiries.pop_first();
             self.tracked.remove(&id);
-            self.spawn(self.ctx.clone().expire(id, attempt));
+            self.start(self.ctx.clone().expire(id, attempt));
         }
         while let Some(&(due, id)) = self.retries.first() {
             if due > now {
                 break;
             }
             self.retries.pop_first();
-            self.spawn(self.ctx.clone().due(id));
+            self.start(self.ctx.clone().due(id));
         }
     }
 }
