@@ -5,27 +5,21 @@
 //!
 //! [`Leases`] is a handle holding only a sender; every request is a [`Msg`] with a
 //! oneshot reply. The actor owns the store handle, the policy and whom to tell of a
-//! lease's end, and runs each request's store work as a future of its own that the actor
-//! polls beside its inbox (a `FuturesUnordered` it owns), so its loop never waits for a
-//! commit and many concurrent requests meet in the store writer's group commit. A
-//! future's follow-ups (timers to arm or drop) come back through that set, applied
-//! before the request's reply is sent; the actor holds no sender to its own inbox.
-//! The futures are not tokio tasks: a task spawned and joined for each request (two a
-//! job) cost more than the request's own work outside the store; a panic in one is
-//! caught at its boundary, as a task's would be.
+//! lease's end, and runs each request's store work on a task of its own (a `JoinSet`
+//! it owns), so its loop never waits for a commit and many concurrent requests meet
+//! in the store writer's group commit. A task's follow-ups (timers to arm or drop)
+//! come back through the `JoinSet`, applied before the request's reply is sent; the
+//! actor holds no sender to its own inbox.
 //!
 //! Timers are soft: a timer that fires re-checks the stored lease inside a write
 //! transaction, so a heartbeat that moved the deadline only costs one re-arm, and
 //! a lease that ended is never expired twice.
 use std::collections::{BTreeSet, HashMap};
 use std::future::Future;
-use std::panic::AssertUnwindSafe;
-use std::pin::Pin;
 use std::sync::Arc;
 
-use futures_util::stream::FuturesUnordered;
-use futures_util::{FutureExt, StreamExt};
 use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 use super::queue::{Delivery, JobSender, ReadyJob, Returned, ReturnSender};
@@ -74,7 +68,7 @@ impl Leases {
     pub(super) fn start(store: Store, policy: Arc<Policy>, returned: ReturnSender, events: broadcast::Sender<CoreEvent>) -> Self {
         let (tx, rx) = mpsc::channel(8192);
         let ctx = Ctx { store, policy, returned, events };
-        let actor = LeaseActor { rx, ctx, tasks: FuturesUnordered::new(), expiries: BTreeSet::new(), tracked: HashMap::new(), retries: BTreeSet::new() };
+        let actor = LeaseActor { rx, ctx, tasks: JoinSet::new(), expiries: BTreeSet::new(), tracked: HashMap::new(), retries: BTreeSet::new() };
         tokio::spawn(actor.run());
         Self { tx }
     }
@@ -176,7 +170,7 @@ impl Leases {
     }
 }
 
-/// What a request's future asks of the actor once its store work is done.
+/// What a task asks of the actor once its store work is done.
 enum FollowUp {
     Track { id: u64, attempt: u64, deadline: i64 },
     Untrack { id: u64 },
@@ -410,15 +404,12 @@ impl Ctx {
     }
 }
 
-/// A request's store work and what follows it, polled by the actor; `Err` if it panicked.
-type Work = Pin<Box<dyn Future<Output = std::thread::Result<Done>> + Send>>;
-
 struct LeaseActor {
     rx: mpsc::Receiver<Msg>,
     ctx: Ctx,
-    /// Store work of requests and timers, polled beside the inbox (never awaited by the
-    /// loop); their follow-ups come back here.
-    tasks: FuturesUnordered<Work>,
+    /// Store work of requests and timers (never run on the actor's loop); their
+    /// follow-ups come back here.
+    tasks: JoinSet<Done>,
     /// (deadline µs, job id, lease number), earliest first.
     expiries: BTreeSet<(i64, u64, u64)>,
     /// job id → its entry in `expiries`, so an ended lease can be dropped.
@@ -429,20 +420,14 @@ struct LeaseActor {
 
 impl LeaseActor {
     async fn run(mut self) {
-        // One timer for the earliest deadline, moved only when a sooner one appears: when
-        // the earliest goes (a lease ended), the timer fires early once and is set again.
-        // A timer made afresh for every message was a tenth of this actor's time.
-        let timer = tokio::time::sleep_until(Instant::now());
-        tokio::pin!(timer);
-        let mut armed: Option<i64> = None;
         loop {
             let next = self.expiries.first().map(|e| e.0).into_iter().chain(self.retries.first().map(|e| e.0)).min();
-            if let Some(at) = next {
-                if armed.is_none_or(|a| at < a) {
-                    timer.as_mut().reset(instant_of(at));
-                    armed = Some(at);
+            let sleep = async {
+                match next {
+                    Some(at) => tokio::time::sleep_until(instant_of(at)).await,
+                    None => std::future::pending().await,
                 }
-            }
+            };
             tokio::select! {
                 msg = self.rx.recv() => match msg {
                     Some(Msg::Shutdown { reply }) => {
@@ -454,14 +439,11 @@ impl LeaseActor {
                     Some(msg) => self.handle(msg),
                     None => return self.finish().await,
                 },
-                () = &mut timer, if armed.is_some() => {
-                    armed = None;
-                    self.fire();
-                }
-                Some(done) = self.tasks.next(), if !self.tasks.is_empty() => {
+                () = sleep => self.fire(),
+                Some(done) = self.tasks.join_next(), if !self.tasks.is_empty() => {
                     match done {
                         Ok(done) => self.complete(done),
-                        Err(_) => tracing::error!("a lease request panicked; its caller hears that the actor is gone"),
+                        Err(e) => tracing::error!(error = %e, "a lease task failed"),
                     }
                 }
             }
@@ -471,37 +453,36 @@ impl LeaseActor {
     /// Lets the requests in flight finish (each is one store write), so no caller is
     /// left without its answer.
     async fn finish(&mut self) {
-        while let Some(done) = self.tasks.next().await {
+        while let Some(done) = self.tasks.join_next().await {
             if let Ok(done) = done {
                 self.complete(done);
             }
         }
     }
 
-    /// Starts a request's store work: polled with the others from now on.
-    fn start(&mut self, task: impl Future<Output = Done> + Send + 'static) {
-        self.tasks.push(Box::pin(AssertUnwindSafe(task).catch_unwind()));
+    fn spawn(&mut self, task: impl Future<Output = Done> + Send + 'static) {
+        self.tasks.spawn(task);
     }
 
     fn handle(&mut self, msg: Msg) {
         let ctx = self.ctx.clone();
         match msg {
-            Msg::Grant { job, worker, tx } => self.start(ctx.grant(job, worker, tx)),
-            Msg::Adopt { granted, worker, tx, token } => self.start(ctx.adopt(*granted, worker, tx, token)),
-            Msg::Submit { sub, reply } => self.start(ctx.submit(*sub, reply)),
-            Msg::Heartbeat { worker, items, reply } => self.start(async move {
+            Msg::Grant { job, worker, tx } => self.spawn(ctx.grant(job, worker, tx)),
+            Msg::Adopt { granted, worker, tx, token } => self.spawn(ctx.adopt(*granted, worker, tx, token)),
+            Msg::Submit { sub, reply } => self.spawn(ctx.submit(*sub, reply)),
+            Msg::Heartbeat { worker, items, reply } => self.spawn(async move {
                 let policy = ctx.policy.clone();
                 let r = ctx.store.write(move |t| jobs::heartbeat(t, &worker, &items, &policy, now_us())).await;
                 Done::reply(Vec::new(), reply, r)
             }),
-            Msg::KeepAlive { id, attempt, reply } => self.start(async move {
+            Msg::KeepAlive { id, attempt, reply } => self.spawn(async move {
                 let policy = ctx.policy.clone();
                 let r = ctx.store.write(move |t| jobs::keep_alive(t, id, attempt, &policy, now_us())).await;
                 Done::reply(Vec::new(), reply, r)
             }),
-            Msg::Fail { id, worker, attempt, failure, reply } => self.start(ctx.fail(id, worker, attempt, *failure, reply)),
-            Msg::FailWorker { worker, running, failure, reply } => self.start(ctx.fail_worker(worker, running, *failure, reply)),
-            Msg::ReleaseWorker { worker, reply } => self.start(ctx.release_worker(worker, reply)),
+            Msg::Fail { id, worker, attempt, failure, reply } => self.spawn(ctx.fail(id, worker, attempt, *failure, reply)),
+            Msg::FailWorker { worker, running, failure, reply } => self.spawn(ctx.fail_worker(worker, running, *failure, reply)),
+            Msg::ReleaseWorker { worker, reply } => self.spawn(ctx.release_worker(worker, reply)),
             Msg::Ended { id, worker } => {
                 let mut out = Vec::new();
                 ctx.ended(id, worker, &mut out);
@@ -543,7 +524,7 @@ impl LeaseActor {
         }
     }
 
-    /// Hands every timer that is due to a future of its own.
+    /// Hands every timer that is due to a task of its own.
     fn fire(&mut self) {
         let now = now_us();
         while let Some(&(deadline, id, attempt)) = self.expiries.first() {
@@ -552,14 +533,14 @@ impl LeaseActor {
             }
             self.expiries.pop_first();
             self.tracked.remove(&id);
-            self.start(self.ctx.clone().expire(id, attempt));
+            self.tasks.spawn(self.ctx.clone().expire(id, attempt));
         }
         while let Some(&(due, id)) = self.retries.first() {
             if due > now {
                 break;
             }
             self.retries.pop_first();
-            self.start(self.ctx.clone().due(id));
+            self.tasks.spawn(self.ctx.clone().due(id));
         }
     }
 }
