@@ -14,9 +14,9 @@
 //! Timers are soft: a timer that fires re-checks the stored lease inside a write
 //! transaction, so a heartbeat that moved the deadline only costs one re-arm, and
 //! a lease that ended is never expired twice.
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio::task::JoinSet;
@@ -46,6 +46,9 @@ enum Msg {
     ReleaseWorker { worker: String, reply: Reply<Vec<u64>> },
     /// A lease ended outside this actor (a client's cancel, committed by the core).
     Ended { id: u64, worker: String },
+    /// Lease `attempt` of job `id` was granted but never reached its worker (it was left in
+    /// a job stream that closed): give it back uncharged.
+    Undelivered { id: u64, attempt: u64 },
     Schedule { id: u64, due: i64 },
     Count(oneshot::Sender<(usize, usize)>),
     /// Finish the requests in flight, then stop the timers (what they guard is in the
@@ -67,7 +70,7 @@ impl Leases {
     /// requeued jobs; `events` tells the pool actors who holds what.
     pub(super) fn start(store: Store, policy: Arc<Policy>, returned: ReturnSender, events: broadcast::Sender<CoreEvent>) -> Self {
         let (tx, rx) = mpsc::channel(8192);
-        let ctx = Ctx { store, policy, returned, events };
+        let ctx = Ctx { store, policy, returned, events, gone: Arc::default() };
         let actor = LeaseActor { rx, ctx, tasks: JoinSet::new(), expiries: BTreeSet::new(), tracked: HashMap::new(), retries: BTreeSet::new() };
         tokio::spawn(actor.run());
         Self { tx }
@@ -168,6 +171,50 @@ impl Leases {
     pub async fn release_worker(&self, worker: &str) -> Result<Vec<u64>, CoreError> {
         self.call(|reply| Msg::ReleaseWorker { worker: worker.to_string(), reply }).await
     }
+
+    /// Gives back, uncharged, lease `attempt` of job `id`, which was granted but never
+    /// reached its worker: it was still in the worker's job stream when that stream closed.
+    /// Does not wait (a stream's drop calls it); the release itself is fenced on `attempt`.
+    pub fn undelivered(&self, id: u64, attempt: u64) {
+        match self.tx.try_send(Msg::Undelivered { id, attempt }) {
+            Ok(()) => {}
+            Err(mpsc::error::TrySendError::Full(msg)) => {
+                // The inbox is full: hand the message to a task, which waits for room.
+                let tx = self.tx.clone();
+                if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                    runtime.spawn(async move { drop(tx.send(msg).await) });
+                }
+            }
+            // The actor has stopped: the lease is released at the next start.
+            Err(mpsc::error::TrySendError::Closed(_)) => {}
+        }
+    }
+}
+
+/// Worker processes whose death (or stop) this actor has heard of: a grant to one of them
+/// that commits after its leases were read for failing or releasing would be left in a
+/// stream nobody reads, so its delivery releases it instead. Supervised worker ids are
+/// unique per process; the oldest are forgotten past [`GONE_REMEMBERED`].
+#[derive(Default)]
+struct Gone {
+    ids: HashSet<String>,
+    order: VecDeque<String>,
+}
+
+/// Far more deaths than could happen while one grant is in flight.
+const GONE_REMEMBERED: usize = 4096;
+
+impl Gone {
+    fn mark(&mut self, worker: &str) {
+        if self.ids.insert(worker.to_string()) {
+            self.order.push_back(worker.to_string());
+            while self.order.len() > GONE_REMEMBERED {
+                if let Some(old) = self.order.pop_front() {
+                    self.ids.remove(&old);
+                }
+            }
+        }
+    }
 }
 
 /// What a task asks of the actor once its store work is done.
@@ -201,6 +248,8 @@ struct Ctx {
     returned: ReturnSender,
     /// Lossy: the pool actors resync from the store when they lag.
     events: broadcast::Sender<CoreEvent>,
+    /// Marked by the actor's loop before a worker's leases are read ([`Gone`]).
+    gone: Arc<Mutex<Gone>>,
 }
 
 impl Ctx {
@@ -260,6 +309,13 @@ impl Ctx {
         out.push(FollowUp::Track { id, attempt, deadline: granted.lease.deadline });
         let _ = self.events.send(CoreEvent::Granted { worker: worker.clone(), job: id, attempt, at });
         let _ = self.events.send(CoreEvent::Leased { job: id, format: granted.job.format.clone(), attempt, waited_us: (attempt == 1).then(|| granted.lease.granted_at - granted.job.created_at) });
+        if self.gone.lock().is_ok_and(|g| g.ids.contains(&worker)) {
+            // The worker died (or stopped) and its leases were read before this one
+            // committed: nothing else would ever end it before it expired.
+            tracing::debug!(job = id, worker = %worker, "worker gone before delivery; releasing");
+            self.release(id, Some(attempt), out).await;
+            return;
+        }
         let content_path = if granted.job.url.is_empty() && !granted.job.inline { self.store.blob_path(&granted.job.blob) } else { None };
         if tx.send(Delivery { granted, content_path }).await.is_err() {
             // The stream went away before the job reached it: give it back unharmed.
@@ -342,6 +398,16 @@ impl Ctx {
             Err(e) => Err(e),
         };
         Done::reply(out, reply, result)
+    }
+
+    /// Marks `worker` gone before its leases are read ([`Gone`]): a delivery to it from
+    /// then on releases its job, and the queue leases it nothing more (its stream may
+    /// outlive the process by a moment).
+    fn mark_gone(&self, worker: &str) {
+        if let Ok(mut gone) = self.gone.lock() {
+            gone.mark(worker);
+        }
+        let _ = self.returned.send(Returned::Retired { worker: worker.to_string() });
     }
 
     /// The leases `worker` holds now: (job id, lease number).
@@ -481,8 +547,19 @@ impl LeaseActor {
                 Done::reply(Vec::new(), reply, r)
             }),
             Msg::Fail { id, worker, attempt, failure, reply } => self.spawn(ctx.fail(id, worker, attempt, *failure, reply)),
-            Msg::FailWorker { worker, running, failure, reply } => self.spawn(ctx.fail_worker(worker, running, *failure, reply)),
-            Msg::ReleaseWorker { worker, reply } => self.spawn(ctx.release_worker(worker, reply)),
+            Msg::FailWorker { worker, running, failure, reply } => {
+                ctx.mark_gone(&worker);
+                self.spawn(ctx.fail_worker(worker, running, *failure, reply));
+            }
+            Msg::ReleaseWorker { worker, reply } => {
+                ctx.mark_gone(&worker);
+                self.spawn(ctx.release_worker(worker, reply));
+            }
+            Msg::Undelivered { id, attempt } => self.spawn(async move {
+                let mut out = Vec::new();
+                ctx.release(id, Some(attempt), &mut out).await;
+                Done { follow: out, reply: None }
+            }),
             Msg::Ended { id, worker } => {
                 let mut out = Vec::new();
                 ctx.ended(id, worker, &mut out);
@@ -549,4 +626,69 @@ impl LeaseActor {
 fn instant_of(at_us: i64) -> Instant {
     let delta = at_us.saturating_sub(now_us()).max(0);
     Instant::now() + std::time::Duration::from_micros(u64::try_from(delta).unwrap_or(0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::jobs::NewJob;
+    use crate::store::state::JobState;
+
+    fn policy() -> Arc<Policy> {
+        Arc::new(Policy { max_attempts: 3, backoff_base_ms: 10, backoff_max_ms: 100, retry_after_max_ms: 1000, lease_us: 300_000_000, permanent: Vec::new() })
+    }
+
+    /// A grant that commits after its worker's leases were read for failing them (the
+    /// worker died meanwhile) is released at once, uncharged, and not sent: before, it
+    /// went into the dead worker's stream and stayed leased until the lease expired.
+    #[tokio::test]
+    async fn a_grant_to_a_worker_already_gone_goes_back_to_the_queue_unsent() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), 64).unwrap();
+        let (returned, mut back) = mpsc::unbounded_channel();
+        let (events, _) = broadcast::channel(64);
+        let ctx = Ctx { store: store.clone(), policy: policy(), returned, events, gone: Arc::default() };
+        let new = NewJob { tenant: "t".into(), format: "txt".into(), name: "a".into(), ..Default::default() };
+        let id = store.write(move |t| Ok(jobs::insert(t, new, 1)?.id)).await.unwrap();
+        let ready = || ReadyJob { format: "txt".into(), tenant: "t".into(), id };
+
+        ctx.mark_gone("w-1");
+        assert!(matches!(back.try_recv(), Ok(Returned::Retired { worker }) if worker == "w-1"), "the queue is told to lease it nothing more");
+        let (tx, mut rx) = mpsc::channel(4);
+        let done = ctx.clone().grant(ready(), "w-1".into(), tx).await;
+        assert!(rx.try_recv().is_err(), "nothing was sent to the dead worker");
+        assert!(done.follow.iter().any(|f| matches!(f, FollowUp::Untrack { id: j } if *j == id)), "no expiry timer is left for it");
+        let view = jobs::get(&store.read().unwrap(), id).unwrap().unwrap();
+        assert_eq!(jobs::state_of(&view.job).unwrap(), JobState::Queued);
+        assert!(view.lease.is_none());
+        assert_eq!(view.job.attempts, 0, "not charged");
+        let (mut requeued, mut credit) = (false, false);
+        while let Ok(r) = back.try_recv() {
+            match r {
+                Returned::Ready(jobs) => requeued |= jobs.iter().any(|j| j.id == id),
+                Returned::Done { id: j, worker } => credit |= j == id && worker == "w-1",
+                _ => {}
+            }
+        }
+        assert!(requeued && credit, "requeued {requeued}, credit back {credit}");
+
+        // A worker that is not gone gets the job.
+        let (tx, mut rx) = mpsc::channel(4);
+        ctx.clone().grant(ready(), "w-2".into(), tx).await;
+        let delivered = rx.try_recv().expect("sent to the live worker");
+        assert_eq!((delivered.granted.job.id, delivered.granted.lease.attempt), (id, 2));
+        store.close().await;
+    }
+
+    #[test]
+    fn gone_workers_are_remembered_up_to_a_bound() {
+        let mut gone = Gone::default();
+        for i in 0..GONE_REMEMBERED + 10 {
+            gone.mark(&format!("w-{i}"));
+        }
+        gone.mark("w-20");
+        assert_eq!(gone.ids.len(), GONE_REMEMBERED);
+        assert_eq!(gone.order.len(), GONE_REMEMBERED);
+        assert!(!gone.ids.contains("w-0") && gone.ids.contains("w-10") && gone.ids.contains(&format!("w-{}", GONE_REMEMBERED + 9)));
+    }
 }

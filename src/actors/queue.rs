@@ -50,6 +50,8 @@ pub enum Returned {
     /// Sent by the lease actor before the job goes down the stream, so on this
     /// channel it comes before the `Done` of that lease.
     Claimed { worker: String, token: u64, id: Option<u64> },
+    /// The worker process died or stopped (its pool said so): lease it nothing more.
+    Retired { worker: String },
 }
 
 /// A poller's credit held for a job about to be created: the job is leased to
@@ -301,6 +303,7 @@ impl QueueActor {
             Returned::Ready(jobs) => Msg::Ready(jobs),
             Returned::Done { id, worker } => Msg::Done { id, worker },
             Returned::Claimed { worker, token, id } => Msg::Claimed { worker, token, id },
+            Returned::Retired { worker } => Msg::Retire(worker),
         }
     }
 

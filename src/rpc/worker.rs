@@ -33,6 +33,34 @@ impl WorkerApi {
     }
 }
 
+/// A worker's job stream. Jobs wait in its channel until the worker's connection takes
+/// them; when the stream closes (the worker went away, or its connection broke) the jobs
+/// still waiting were never sent, so each goes back to the queue uncharged at once instead
+/// of staying leased until its lease expires.
+struct JobStream {
+    rx: tokio::sync::mpsc::Receiver<crate::actors::queue::Delivery>,
+    leases: crate::actors::lease::Leases,
+}
+
+impl Stream for JobStream {
+    type Item = crate::actors::queue::Delivery;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Option<Self::Item>> {
+        self.rx.poll_recv(cx)
+    }
+}
+
+impl Drop for JobStream {
+    fn drop(&mut self) {
+        // Closed first: a grant that comes later fails to send and releases its own job.
+        self.rx.close();
+        while let Ok(d) = self.rx.try_recv() {
+            tracing::debug!(job = d.granted.job.id, attempt = d.granted.lease.attempt, "job stream closed before this job was sent; releasing it");
+            self.leases.undelivered(d.granted.job.id, d.granted.lease.attempt);
+        }
+    }
+}
+
 /// The reply to a submission of job `job_id` (as the worker spelled it), tagged `request_id`.
 fn answer(reply: crate::actors::submission::SubmitReply, job_id: String, request_id: u64) -> SubmitResponse {
     SubmitResponse { accepted: reply.accepted, node_ids: reply.node_ids, lease_deadline: reply.lease_deadline, reason: reply.reason, job_id, request_id, status_code: 0 }
@@ -68,7 +96,8 @@ impl WorkerService for WorkerApi {
         formats.sort();
         formats.dedup();
         self.core.queue.register(worker_id, formats, max_in_flight, tx).await?;
-        Ok(Response::new(Box::pin(ReceiverStream::new(rx).map(|d| Ok(convert::payload(d))))))
+        let jobs = JobStream { rx, leases: self.core.leases.clone() };
+        Ok(Response::new(Box::pin(jobs.map(|d| Ok(convert::payload(d))))))
     }
 
     async fn submit_ingestion_result(&self, req: Request<IngestionResult>) -> Result<Response<SubmitResponse>, Status> {
@@ -186,5 +215,61 @@ impl WorkerService for WorkerApi {
             }
         });
         Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::JobStream;
+    use crate::actors::queue::Delivery;
+    use crate::actors::Core;
+    use crate::config::Config;
+    use crate::store::jobs::{self, NewJob};
+    use crate::store::state::JobState;
+
+    /// Jobs still waiting in a job stream's channel when the stream closes were never sent:
+    /// each is released at once, uncharged; the one the connection took stays leased.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_closed_job_stream_gives_back_the_jobs_it_never_sent() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = format!("[server]\nlisten = \"127.0.0.1:0\"\ndata_dir = \"{}\"\n[jobs]\nlease_secs = 300\n", dir.path().join("data").display());
+        let core = Core::start(Config::parse(&text, &dir.path().join("supervisor.toml")).unwrap()).await.unwrap();
+        let (tx, rx) = tokio::sync::mpsc::channel(4);
+        let mut ids = Vec::new();
+        for i in 0..3 {
+            let new = NewJob { tenant: "t".into(), format: "txt".into(), name: format!("job-{i}"), ..Default::default() };
+            let policy = core.policy.clone();
+            let granted = core
+                .store
+                .write(move |t| {
+                    let id = jobs::insert(t, new, 1)?.id;
+                    jobs::lease(t, id, "w-1", &policy, 2)
+                })
+                .await
+                .unwrap()
+                .unwrap();
+            ids.push(granted.job.id);
+            tx.send(Delivery { granted, content_path: None }).await.unwrap();
+        }
+        let mut stream = JobStream { rx, leases: core.leases.clone() };
+        let taken = futures_util::StreamExt::next(&mut stream).await.unwrap();
+        assert_eq!(taken.granted.job.id, ids[0]);
+        drop(stream);
+
+        let state = |id: u64| {
+            let view = jobs::get(&core.store.read().unwrap(), id).unwrap().unwrap();
+            (jobs::state_of(&view.job).unwrap(), view.job.attempts)
+        };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while ids[1..].iter().any(|&id| state(id).0 != JobState::Queued) {
+            assert!(std::time::Instant::now() < deadline, "the unsent jobs were not released: {:?}", ids.iter().map(|&id| state(id)).collect::<Vec<_>>());
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        for &id in &ids[1..] {
+            assert_eq!(state(id), (JobState::Queued, 0), "job {id} back, uncharged");
+        }
+        assert_eq!(state(ids[0]).0, JobState::Leased, "the job the connection took stays leased");
+        assert!(tx.send(Delivery { granted: taken.granted, content_path: None }).await.is_err(), "the channel is closed");
+        core.shutdown().await;
     }
 }
