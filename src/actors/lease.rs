@@ -312,7 +312,11 @@ impl Ctx {
         if self.gone.lock().is_ok_and(|g| g.ids.contains(&worker)) {
             // The worker died (or stopped) and its leases were read before this one
             // committed: nothing else would ever end it before it expired.
-            tracing::debug!(job = id, worker = %worker, "worker gone before delivery; releasing");
+            tracing::warn!(job = id, worker = %worker, "job granted to a worker whose process is gone; released, uncharged");
+            // Told again: a stream that registered under a gone worker's id after the first
+            // notice (only a remote worker can pick such an id) is leased nothing more
+            // either, so the job cannot go round between the queue and this check.
+            let _ = self.returned.send(Returned::Retired { worker: worker.clone() });
             self.release(id, Some(attempt), out).await;
             return;
         }

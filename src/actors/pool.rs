@@ -170,6 +170,10 @@ struct Slot {
     retire: bool,
 }
 
+/// The next worker process's generation, unique in this core process (worker ids are
+/// `<pool>-<slot>-<generation>`).
+static NEXT_GENERATION: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
 struct PoolActor {
     name: String,
     config: PoolConfig,
@@ -381,7 +385,10 @@ impl PoolActor {
     }
 
     async fn start(&mut self, i: usize) {
-        self.generation += 1;
+        // Numbered across every pool actor of this core: a pool removed and added back by
+        // reloads starts afresh, and its workers must not take the ids of processes the
+        // lease actor knows are gone.
+        self.generation = NEXT_GENERATION.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let generation = self.generation;
         let worker_id = format!("{}-{}-{}", self.name, i, generation);
         let mut env: BTreeMap<String, String> = self.config.env.clone();
