@@ -302,13 +302,10 @@ impl Ctx {
         Done { follow: out, reply: None }
     }
 
-    /// Tracks a granted lease and sends the job down the worker's stream; a stream
-    /// already gone gets its job released, uncharged.
+    /// Tracks a granted lease and sends the job down the worker's stream. A job for a
+    /// worker already gone, or for a stream already closed, is released, uncharged.
     async fn deliver(&self, granted: Granted, worker: String, tx: JobSender, at: std::time::Instant, out: &mut Vec<FollowUp>) {
         let (id, attempt) = (granted.job.id, granted.lease.attempt);
-        out.push(FollowUp::Track { id, attempt, deadline: granted.lease.deadline });
-        let _ = self.events.send(CoreEvent::Granted { worker: worker.clone(), job: id, attempt, at });
-        let _ = self.events.send(CoreEvent::Leased { job: id, format: granted.job.format.clone(), attempt, waited_us: (attempt == 1).then(|| granted.lease.granted_at - granted.job.created_at) });
         if self.gone.lock().is_ok_and(|g| g.ids.contains(&worker)) {
             // The worker died (or stopped) and its leases were read before this one
             // committed: nothing else would ever end it before it expired.
@@ -320,6 +317,9 @@ impl Ctx {
             self.release(id, Some(attempt), out).await;
             return;
         }
+        out.push(FollowUp::Track { id, attempt, deadline: granted.lease.deadline });
+        let _ = self.events.send(CoreEvent::Granted { worker: worker.clone(), job: id, attempt, at });
+        let _ = self.events.send(CoreEvent::Leased { job: id, format: granted.job.format.clone(), attempt, waited_us: (attempt == 1).then(|| granted.lease.granted_at - granted.job.created_at) });
         let content_path = if granted.job.url.is_empty() && !granted.job.inline { self.store.blob_path(&granted.job.blob) } else { None };
         if tx.send(Delivery { granted, content_path }).await.is_err() {
             // The stream went away before the job reached it: give it back unharmed.
