@@ -257,7 +257,10 @@ pub fn finalize(tx: &Tx<'_, '_>, rec: &JobRecord, attempt: u64, fin: Final<'_>, 
         bases = Bases::after_record(&staged);
     }
     chain.update(fin.position_hash.as_bytes());
-    super::positions::drop_runs(txn, rec.id, attempt)?;
+    if seq > 0 {
+        // Runs are recorded by partials only: an attempt that sent none has none to drop.
+        super::positions::drop_runs(txn, rec.id, attempt)?;
+    }
     if unchanged {
         // Nothing of this attempt is projected: drop what its partials wrote early.
         reclaim(tx, rec.id, &tenant, attempt)?;
