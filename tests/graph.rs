@@ -110,7 +110,7 @@ async fn partials_concatenate_and_stay_invisible_until_the_final_commit_merging_
     partials_concatenate_and_stay_invisible_until_the_final_commit_with(server_with("[store]\nmerge_rows = 0\n")).await;
 }
 
-async fn partials_concatenate_and_stay_invisible_until_the_final_commit_with(s: Server) {
+async fn partials_concatenate_and_stay_invisible_until_the_final_commit_with(mut s: Server) {
     let mut w = Worker::connect(&s, "w", &["txt"]).await;
     let j = take(&s, &mut w, "t", "stream").await;
     let p0 = json!({"v":1,"seq":0,"partial":true,"canonicalText":"héllo ","spans":[{"start":0,"end":6,"kind":"w"}],
@@ -158,6 +158,15 @@ async fn partials_concatenate_and_stay_invisible_until_the_final_commit_with(s: 
     assert_ne!(p1_positions, p1.to_string());
     let parts = [p0.to_string(), p1_positions, fin.to_string()];
     assert_eq!(job.submission_hash, submission_hash(parts.iter().map(|p| p.as_bytes())));
+
+    // The position runs the partials recorded went with the final commit.
+    s.kill9();
+    let store = telha::store::Store::open(&s.data_dir(), 16).expect("the data dir opens again");
+    let txn = store.read().unwrap();
+    let runs = redb::ReadableTableMetadata::len(&txn.open_table(telha::store::tables::CORE_IDS).unwrap()).unwrap();
+    assert_eq!(runs, 0, "position runs left after the final commit");
+    drop(txn);
+    store.close().await;
 }
 
 /// Partials are applied as they arrive, yet nothing of them shows before the final

@@ -257,16 +257,16 @@ pub fn finalize(tx: &Tx<'_, '_>, rec: &JobRecord, attempt: u64, fin: Final<'_>, 
         bases = Bases::after_record(&staged);
     }
     chain.update(fin.position_hash.as_bytes());
-    if seq > 0 {
-        // Runs are recorded by partials only: an attempt that sent none has none to drop.
-        super::positions::drop_runs(txn, rec.id, attempt)?;
-    }
     if unchanged {
-        // Nothing of this attempt is projected: drop what its partials wrote early.
+        // Nothing of this attempt is projected: drop what its partials wrote early (and
+        // their position runs).
         reclaim(tx, rec.id, &tenant, attempt)?;
     } else {
         if seq > 0 {
+            // The staged partials, applied above, and their position runs. Runs are
+            // recorded by partials only: an attempt that sent none has none to drop.
             tx.submissions()?.retain_in((rec.id, attempt, 0)..(rec.id, attempt, seq), |_, _| false)?;
+            super::positions::drop_runs(txn, rec.id, attempt)?;
         }
         if has_graph(fin.sub) {
             let p = match proj.as_mut() {
