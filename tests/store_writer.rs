@@ -7,7 +7,17 @@ use std::time::Duration;
 
 use telha::store::jobs::{self, ListFilter, NewJob, Policy};
 use telha::store::tables::JOB_TEXT;
-use telha::store::{Store, StoreError};
+use telha::store::{Store, StoreError, Tx};
+
+/// Starts change `f` on a task of its own, so that a test can queue several at once.
+fn spawn_write<T, F>(store: &Store, f: F) -> tokio::task::JoinHandle<Result<T, StoreError>>
+where
+    T: Send + 'static,
+    F: FnOnce(&mut Tx<'_, '_>) -> Result<T, StoreError> + Send + 'static,
+{
+    let store = store.clone();
+    tokio::spawn(async move { store.write(f).await })
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_panicking_change_fails_alone_and_the_writer_goes_on() {
@@ -15,36 +25,19 @@ async fn a_panicking_change_fails_alone_and_the_writer_goes_on() {
     let store = Store::open(dir.path(), 64).unwrap();
 
     // While a slow change holds the writer, two more queue up: they share the next batch.
-    let slow = tokio::spawn({
-        let store = store.clone();
-        async move {
-            store
-                .write(|t| {
-                    std::thread::sleep(Duration::from_millis(200));
-                    Ok(t.txn.open_table(JOB_TEXT)?.insert((1, 0), b"before".as_slice()).map(|_| ())?)
-                })
-                .await
-        }
+    let slow = spawn_write(&store, |t| {
+        std::thread::sleep(Duration::from_millis(200));
+        Ok(t.txn.open_table(JOB_TEXT)?.insert((1, 0), b"before".as_slice()).map(|_| ())?)
     });
     tokio::time::sleep(Duration::from_millis(50)).await;
-    let panicking = tokio::spawn({
-        let store = store.clone();
-        async move {
-            store
-                .write(|t| {
-                    t.txn.open_table(JOB_TEXT)?.insert((2, 0), b"half-done".as_slice())?;
-                    panic!("a bug met by some input");
-                    #[allow(unreachable_code)]
-                    Ok(())
-                })
-                .await
-        }
+    let panicking = spawn_write(&store, |t| {
+        t.txn.open_table(JOB_TEXT)?.insert((2, 0), b"half-done".as_slice())?;
+        panic!("a bug met by some input");
+        #[allow(unreachable_code)]
+        Ok(())
     });
     tokio::time::sleep(Duration::from_millis(20)).await;
-    let neighbour = tokio::spawn({
-        let store = store.clone();
-        async move { store.write(|t| Ok(t.txn.open_table(JOB_TEXT)?.insert((3, 0), b"neighbour".as_slice()).map(|_| ())?)).await }
-    });
+    let neighbour = spawn_write(&store, |t| Ok(t.txn.open_table(JOB_TEXT)?.insert((3, 0), b"neighbour".as_slice()).map(|_| ())?));
 
     slow.await.unwrap().unwrap();
     match panicking.await.unwrap() {
@@ -118,27 +111,14 @@ async fn queue_depths_kept_per_batch_match_the_job_records() {
     assert_eq!(depths(&store), want);
 
     // A batch that aborts keeps none of its count changes.
-    let slow = tokio::spawn({
-        let store = store.clone();
-        async move {
-            store
-                .write(|_| {
-                    std::thread::sleep(Duration::from_millis(200));
-                    Ok(())
-                })
-                .await
-        }
+    let slow = spawn_write(&store, |_| {
+        std::thread::sleep(Duration::from_millis(200));
+        Ok(())
     });
     tokio::time::sleep(Duration::from_millis(50)).await;
-    let inserted = tokio::spawn({
-        let store = store.clone();
-        async move { store.write(|t| Ok(jobs::insert(t, NewJob { tenant: "t".into(), format: "pdf".into(), name: "lost".into(), ..Default::default() }, 4)?.id)).await }
-    });
+    let inserted = spawn_write(&store, |t| Ok(jobs::insert(t, NewJob { tenant: "t".into(), format: "pdf".into(), name: "lost".into(), ..Default::default() }, 4)?.id));
     tokio::time::sleep(Duration::from_millis(20)).await;
-    let failing = tokio::spawn({
-        let store = store.clone();
-        async move { store.write(|_| -> Result<(), StoreError> { Err(StoreError::Corrupt("a failing change".into())) }).await }
-    });
+    let failing = spawn_write(&store, |_| -> Result<(), StoreError> { Err(StoreError::Corrupt("a failing change".into())) });
     slow.await.unwrap().unwrap();
     assert!(matches!(failing.await.unwrap(), Err(StoreError::Corrupt(_))));
     assert!(matches!(inserted.await.unwrap(), Err(StoreError::BatchAborted(_))));
