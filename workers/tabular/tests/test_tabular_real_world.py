@@ -166,6 +166,19 @@ def test_xlsb_reads_through_calamine(tmp_path: Path, name: str) -> None:
     assert "Ana\t0.3010299956639812\t2026-03-01 00:00:00\tP1DT12H\ttrue\n" in text(subs)
 
 
+def test_an_xlsb_chart_sheet_is_an_empty_table_not_a_failed_workbook(tmp_path: Path) -> None:
+    """calamine reads an xlsb chart sheet's part as a worksheet and fails on it ("failed
+    to fill whole buffer"), which failed the whole workbook `invalid_input` (found on
+    python-calamine's any_sheets.xlsb). Its data sheet is kept, the chart sheet is an
+    empty table as calamine makes an xlsx one, and a plain xlsb is untouched."""
+    subs = project(tmp_path, Fixture("charted.xlsb", wb.xlsb_bytes(chart=True)))
+    plain = project(tmp_path, CORPUS["xlsb"])
+    assert [t["name"] for t in labelled(subs, "TABLE")] == ["Data", "Trend"]
+    assert labelled(subs, "TABLE")[1]["row_count"] == 0
+    assert labelled(subs, "ROW") == labelled(plain, "ROW")
+    assert len(labelled(subs, "ROW")) == 2
+
+
 def test_xlsb_date_system_is_read_from_its_workbook_record(tmp_path: Path) -> None:
     for date1904 in (False, True):
         path = tmp_path / f"book-{date1904}.xlsb"

@@ -219,6 +219,7 @@ _XLSB_TYPES = {
     "worksheet": "application/vnd.ms-excel.worksheet",
     "styles": "application/vnd.ms-excel.styles",
     "strings": "application/vnd.ms-excel.sharedStrings",
+    "chartsheet": "application/vnd.ms-excel.chartsheet",
 }
 _REL = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
 
@@ -250,10 +251,11 @@ XLSB_SERIAL = 46082.0
 """2026-03-01 as a 1900-system serial (the 1904 system counts 1462 days fewer)."""
 
 
-def xlsb_bytes(*, date1904: bool = False) -> bytes:
+def xlsb_bytes(*, date1904: bool = False, chart: bool = False) -> bytes:
     """A one-sheet .xlsb: a header row, then rows of a shared and an inline string, a
     double calamine's text would round, a date (style 1: built-in format 14), a duration
-    (style 2: built-in format 46, `[h]:mm:ss`) and a boolean."""
+    (style 2: built-in format 46, `[h]:mm:ss`) and a boolean. `chart`: a chart sheet
+    "Trend" after it (a chart sheet's records: views and no cells, as Excel writes one)."""
     serial = XLSB_SERIAL - (1462 if date1904 else 0)
     rows: list[list[tuple[int, bytes]]] = [
         [(0x06, _wide(name)) for name in ("name", "ratio", "when", "took", "ok")],
@@ -293,13 +295,21 @@ def xlsb_bytes(*, date1904: bool = False) -> bytes:
     book += _record(0x99, struct.pack("<I", 1 if date1904 else 0) + b"\0" * 8)  # BrtWbProp
     book += _record(0x8F)  # BrtBeginBundleShs
     book += _record(0x9C, struct.pack("<II", 0, 1) + _wide("rId1") + _wide("Data"))
+    if chart:  # BrtBundleSh of the chart sheet
+        book += _record(0x9C, struct.pack("<II", 0, 2) + _wide("rId4") + _wide("Trend"))
     book += _record(0x90) + _record(0x84)  # BrtEndBundleShs, BrtEndBook
+    # BrtBeginSheet, BrtBeginCsViews, BrtBeginCsView (zoom 88), BrtEndCsView, BrtEndCsViews,
+    # BrtEndSheet.
+    chart_sheet = _record(0x81) + _record(0x8B) + _record(0x8D, struct.pack("<HI4x", 0, 88))
+    chart_sheet += _record(0x8E) + _record(0x8C) + _record(0x82)
     overrides = {
         "/xl/workbook.bin": "workbook",
         "/xl/worksheets/sheet1.bin": "worksheet",
         "/xl/styles.bin": "styles",
         "/xl/sharedStrings.bin": "strings",
     }
+    if chart:
+        overrides["/xl/chartsheets/sheet1.bin"] = "chartsheet"
     content_types = (
         '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<Types xmlns='
         '"http://schemas.openxmlformats.org/package/2006/content-types">'
@@ -323,7 +333,12 @@ def xlsb_bytes(*, date1904: bool = False) -> bytes:
         f'<Relationship Id="rId1" Type="{_REL}/worksheet" Target="worksheets/sheet1.bin"/>'
         f'<Relationship Id="rId2" Type="{_REL}/styles" Target="styles.bin"/>'
         f'<Relationship Id="rId3" Type="{_REL}/sharedStrings" Target="sharedStrings.bin"/>'
-        "</Relationships>"
+        + (
+            f'<Relationship Id="rId4" Type="{_REL}/chartsheet" Target="chartsheets/sheet1.bin"/>'
+            if chart
+            else ""
+        )
+        + "</Relationships>"
     )
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
@@ -335,6 +350,7 @@ def xlsb_bytes(*, date1904: bool = False) -> bytes:
             ("xl/worksheets/sheet1.bin", sheet),
             ("xl/styles.bin", styles_bin),
             ("xl/sharedStrings.bin", strings),
+            *([("xl/chartsheets/sheet1.bin", chart_sheet)] if chart else []),
         ):
             archive.writestr(zipfile.ZipInfo(name, date_time=(2026, 1, 1, 0, 0, 0)), data)
     return out.getvalue()

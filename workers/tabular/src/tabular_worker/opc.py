@@ -22,7 +22,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from xml.etree import ElementTree
 
-__all__ = ["DAMAGED_ZIP", "WorkbookPart", "canonical_copy", "locate_workbook", "uses_1904_dates"]
+__all__ = [
+    "DAMAGED_ZIP",
+    "WorkbookPart",
+    "canonical_copy",
+    "locate_workbook",
+    "uses_1904_dates",
+    "xlsb_chart_sheets",
+]
 
 DAMAGED_ZIP = (zipfile.BadZipFile, zlib.error, EOFError, UnicodeDecodeError)
 """What zipfile raises reading a damaged archive: a local header that is not one (bad
@@ -93,6 +100,10 @@ def uses_1904_dates(archive: zipfile.ZipFile, workbook: WorkbookPart) -> bool:
 _BRT_WB_PROP = 0x0099
 _BRT_BEGIN_BUNDLE_SHS = 0x008F
 """The sheet list, which follows the workbook's properties ([MS-XLSB] 2.1.7.61)."""
+_BRT_BUNDLE_SH = 0x009C
+"""One sheet of the list: its state, tab id, relationship id and name."""
+_BRT_END_BUNDLE_SHS = 0x0090
+_CHART_SHEET = "/chartsheet"
 
 
 def _xlsb_1904(data: bytes) -> bool:
@@ -108,6 +119,73 @@ def _xlsb_1904(data: bytes) -> bool:
             return False
         at += size
     return False
+
+
+def xlsb_chart_sheets(path: Path) -> frozenset[str]:
+    """The names of an xlsb package's chart sheets: the sheets of its workbook part whose
+    relationship is of type `chartsheet`. calamine reads a chart sheet's part as a
+    worksheet and fails on it; a chart has no cells. Empty when the package has none, or
+    when its sheet list or relationships cannot be read (the sheets are then read as
+    before). Read only after the bomb guard passed the package."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            workbook = locate_workbook(archive)
+            if workbook is None or not workbook.path.endswith(".bin"):
+                return frozenset()
+            with archive.open(workbook.member) as member:
+                sheets = _xlsb_sheets(member.read(_MAX_RELS_BYTES))
+            kinds = _relationship_types(archive, workbook) if sheets else {}
+    except (*DAMAGED_ZIP, OSError, KeyError):
+        return frozenset()
+    return frozenset(name for rel, name in sheets if kinds.get(rel, "").endswith(_CHART_SHEET))
+
+
+def _xlsb_sheets(data: bytes) -> list[tuple[str, str]]:
+    """(relationship id, name) of each BrtBundleSh in an xlsb workbook part's records
+    ([MS-XLSB] 2.4.304: state and tab id, 4 bytes each, then two counted UTF-16 strings);
+    what cannot be read ends the list."""
+    sheets: list[tuple[str, str]] = []
+    at = 0
+    while at < len(data):
+        kind, at = _varint(data, at, 2)
+        size, at = _varint(data, at, 4)
+        if kind < 0 or size < 0 or kind == _BRT_END_BUNDLE_SHS:
+            break
+        if kind == _BRT_BUNDLE_SH:
+            record = data[at : at + size]
+            rel, after = _wide_string(record, 8)
+            name, _ = _wide_string(record, after)
+            if rel is None or name is None:
+                break
+            sheets.append((rel, name))
+        at += size
+    return sheets
+
+
+def _wide_string(record: bytes, at: int) -> tuple[str | None, int]:
+    """A character count (4 bytes) and that many UTF-16LE units at `at`: (text, next
+    position); None when the record ends first or the count is the null string's."""
+    if at + 4 > len(record):
+        return None, at
+    count = int.from_bytes(record[at : at + 4], "little")
+    end = at + 4 + 2 * count
+    if count == 0xFFFFFFFF or end > len(record):
+        return None, at
+    return record[at + 4 : end].decode("utf-16-le", "replace"), end
+
+
+def _relationship_types(archive: zipfile.ZipFile, workbook: WorkbookPart) -> dict[str, str]:
+    """Id → relationship type (lower case) of the workbook part's relationships."""
+    folder, base = posixpath.split(workbook.path)
+    wanted = posixpath.join(folder, "_rels", f"{base}.rels")
+    member = next((i for i in archive.infolist() if _part_name(i.filename) == wanted), None)
+    if member is None or member.file_size > _MAX_RELS_BYTES:
+        return {}
+    try:
+        root = ElementTree.fromstring(archive.read(member))
+    except ElementTree.ParseError:
+        return {}
+    return {e.get("Id", ""): e.get("Type", "").lower() for e in root}
 
 
 def _varint(data: bytes, at: int, most: int) -> tuple[int, int]:

@@ -45,6 +45,7 @@ from workers_common import InvalidInput, Unsupported
 
 from .durations import iso_duration, since_epoch
 from .native_xlsx import native_sheets
+from .opc import xlsb_chart_sheets
 from .tables import TableSource, positional
 
 __all__ = ["exact_number_text", "sheet_tables"]
@@ -99,7 +100,13 @@ def sheet_tables(
         raise _open_failure(fmt, err) from err
     if native is not None and native.names != names:
         native, first = None, None  # the two see other sheets: fastexcel's are the truth
+    # An xlsb chart sheet is an empty table, as calamine reads an xlsx one (it fails on
+    # the xlsb one's part, and took the whole workbook down with it).
+    charts = xlsb_chart_sheets(path) if fmt == "xlsb" else frozenset()
     for index, name in enumerate(names):
+        if name in charts:
+            yield TableSource(name, [], pl.LazyFrame())
+            continue
         scanned = first if index == 0 else None
         if index and native is not None:
             scanned = native.typed(name)
