@@ -12,7 +12,7 @@ from email_worker import handle
 from workers_common import InvalidInput, TooLarge
 from workers_common.conformance import check_submissions, run_handler
 
-from email_corpus import deep_nesting, eml, multipart, ole_not_a_message, part
+from email_corpus import Msg, deep_nesting, eml, msg, multipart, ole_not_a_message, part
 
 
 def project(tmp_path: Path, data: bytes, fmt: str = "eml", **options: Any) -> dict[str, Any]:
@@ -42,10 +42,22 @@ def test_bytes_that_are_not_a_message_are_invalid_input(tmp_path: Path, data: by
         project(tmp_path, data)
 
 
-def test_a_msg_that_is_not_ole_is_invalid_input(tmp_path: Path) -> None:
-    data = eml([*HEAD, ("From", "a@example.com")], "an .eml renamed .msg")
+def test_the_bytes_decide_the_reader_not_the_format(tmp_path: Path) -> None:
+    """An Outlook .msg saved as .eml was `invalid_input` ("no From, To, ... header": found
+    on mail-parser's mail_outlook_1), and an .eml renamed .msg too: each is now read by
+    what its bytes are, and gives what it gives under its own format."""
+    mime = eml([*HEAD, ("From", "a@example.com"), ("Subject", "renamed")], "an .eml renamed")
+    assert project(tmp_path, mime, "msg") == project(tmp_path, mime, "eml")
+    outlook = msg(Msg(subject="saved as eml", sender_address="b@example.com", body="hi"))
+    as_eml = project(tmp_path, outlook, "eml")
+    assert as_eml == project(tmp_path, outlook, "msg")
+    [message] = labelled(as_eml, "MESSAGE")
+    assert message["properties"]["subject"] == "saved as eml"
+
+
+def test_a_msg_that_is_neither_ole_nor_mime_is_invalid_input(tmp_path: Path) -> None:
     with pytest.raises(InvalidInput, match="does not start with the OLE2 signature"):
-        project(tmp_path, data, "msg")
+        project(tmp_path, b"\x00\x01 neither OLE nor headers", "msg")
 
 
 def test_an_ole_file_that_is_not_a_message_is_invalid_input(tmp_path: Path) -> None:

@@ -208,7 +208,7 @@ def test_bad_inputs_end_as_stated(core: Core, tmp_path: Path) -> None:
     """Permanent invalid_input for what is not a message; the rest succeed, saying what
     they lost in the MESSAGE's defects."""
     core.email_worker()
-    not_ole = write(tmp_path, "fake.msg", b"From: a@example.com\r\n\r\nnot OLE")
+    not_ole = write(tmp_path, "fake.msg", b"not OLE\r\nand no header either")
     not_mail = write(tmp_path, "junk.eml", b"\x00\x01 junk without headers")
     dead = [core.finished(core.ingest(path)["id"]) for path in (not_ole, not_mail)]
     for job, reason in zip(

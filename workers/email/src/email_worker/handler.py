@@ -15,13 +15,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from workers_common import Handler, Job, TooLarge
+from workers_common import Handler, InvalidInput, Job, TooLarge
 
 from .attachments import DEFAULT_MAX_ATTACHMENT_BYTES, routed_formats
 from .eml import parse_eml
 from .mailbox import handle_mbox
 from .options import DEFAULT_MAX_BYTES, int_option
-from .outlook import parse_msg
+from .outlook import OLE_SIGNATURE, parse_msg
 from .projection import ProjectionSettings, project
 
 __all__ = ["DEFAULT_MAX_BYTES", "FORMATS", "HANDLERS", "handle"]
@@ -35,9 +35,19 @@ def handle(job: Job) -> bytes:
     limit = int_option(job.options, "max_bytes", DEFAULT_MAX_BYTES)
     if job.content is not None and job.content.size > limit:
         raise TooLarge(f"message of {job.content.size} bytes is over max_bytes={limit}")
-    if job.format == "msg":
+    # The bytes decide the reader, not the name: an Outlook .msg saved as .eml (or with no
+    # extension) is read as one, and a MIME message named .msg as MIME.
+    if _starts_ole(job):
         with job.content_path() as path:
             parsed = parse_msg(path)
+    elif job.format == "msg":
+        try:
+            parsed = parse_eml(job.read_bytes())
+        except InvalidInput as err:
+            raise InvalidInput(
+                f"not an Outlook .msg (the file does not start with the OLE2 signature) "
+                f"nor a MIME message: {err}"
+            ) from err
     else:
         parsed = parse_eml(job.read_bytes())
     settings = ProjectionSettings(
@@ -49,6 +59,15 @@ def handle(job: Job) -> bytes:
         child_options={key: job.options[key] for key in _INHERITED if key in job.options},
     )
     return project(parsed, settings, job.options)
+
+
+def _starts_ole(job: Job) -> bool:
+    """Whether the content starts with the OLE2 compound file signature (a .msg's)."""
+    head = b""
+    for chunk in job.iter_chunks(len(OLE_SIGNATURE)):
+        head = chunk
+        break
+    return head == OLE_SIGNATURE
 
 
 HANDLERS: Mapping[str, Handler] = {"eml": handle, "msg": handle, "mbox": handle_mbox}
