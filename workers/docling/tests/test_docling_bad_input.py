@@ -4,7 +4,9 @@ document converts in the same process right after it (nothing is left broken).""
 
 from __future__ import annotations
 
+import io
 import json
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -158,3 +160,58 @@ def test_latex_input_and_include_read_no_file(tmp_path: Path) -> None:
     text = json.loads(raw)["canonicalText"]
     assert "Before." in text
     assert "root:" not in text
+
+
+def _project(tmp_path: Path, name: str, data: bytes, fmt: str) -> dict[str, object]:
+    path = tmp_path / name
+    path.write_bytes(data)
+    subs = run_handler(handle, path, format=fmt, name=name, options={})
+    check_submissions(subs)
+    sub: dict[str, object] = json.loads(subs[-1])
+    return sub
+
+
+def test_a_deck_of_no_slides_is_an_empty_document(tmp_path: Path) -> None:
+    """docling refuses a presentation with no slides ("Document has 0 pages, fewer than
+    the requested page_range start 1"): python-pptx's own default template and a blank
+    deck failed `invalid_input`. A template is a valid file: an empty DOCUMENT."""
+    from pptx import Presentation
+
+    out = io.BytesIO()
+    Presentation().save(out)
+    sub = _project(tmp_path, "template.pptx", out.getvalue(), "pptx")
+    nodes = sub["nodes"]
+    assert isinstance(nodes, list)
+    assert [n["labels"] for n in nodes] == [["DOCUMENT"]]
+    assert sub["canonicalText"] == ""
+
+
+def test_xml_comments_in_a_docx_part_are_skipped_with_their_text_kept(tmp_path: Path) -> None:
+    """docling's Word reader failed on an XML comment in document.xml (lxml's QName of a
+    comment: ValueError, ended `transient`; python-docx's tbl-props.docx has two). Comments
+    and processing instructions are dropped, the text after one kept."""
+    from docx import Document as DocxDocument
+
+    out = io.BytesIO()
+    document = DocxDocument()
+    document.add_paragraph("Before the note")
+    document.add_paragraph("Hello world")
+    document.add_paragraph("After the note")
+    document.save(out)
+    parts = zipfile.ZipFile(io.BytesIO(out.getvalue()))
+    body = parts.read("word/document.xml").decode()
+    body = body.replace("<w:p>", "<!-- a note --><w:p>", 1)
+    body = body.replace("Hello ", "Hello <!-- inside a run -->", 1)
+    body = body.replace("After the", "After<?tool hint?> the", 1)
+    assert body.count("<!--") == 2
+    commented = io.BytesIO()
+    with zipfile.ZipFile(commented, "w") as rewritten:
+        for item in parts.infolist():
+            data = body.encode() if item.filename == "word/document.xml" else parts.read(item)
+            rewritten.writestr(item, data)
+    sub = _project(tmp_path, "commented.docx", commented.getvalue(), "docx")
+    assert (
+        sub["canonicalText"]
+        == _project(tmp_path, "plain.docx", out.getvalue(), "docx")["canonicalText"]
+    )
+    assert "Hello world" in str(sub["canonicalText"])

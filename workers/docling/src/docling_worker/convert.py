@@ -88,6 +88,11 @@ def _open(data: bytes, fmt: str) -> tuple[InputDocument, DeclarativeDocumentBack
     )
     rejection = document._rejection
     backend = getattr(document, "_backend", None)
+    if isinstance(backend, DeclarativeDocumentBackend) and _no_pages(document, backend):
+        # A deck of no slides (a template, a blank presentation) is a valid file: docling
+        # refuses it as "fewer pages than the page range", and its backend converts it to
+        # an empty document.
+        return document, backend
     if not document.valid or not isinstance(backend, DeclarativeDocumentBackend):
         cause = rejection.original_error if rejection is not None else None
         detail = rejection.message if rejection is not None else "the backend refused it"
@@ -96,7 +101,41 @@ def _open(data: bytes, fmt: str) -> tuple[InputDocument, DeclarativeDocumentBack
         raise InvalidInput(f"not a readable {fmt.upper()} file: {detail}")
     if not backend.is_valid():
         raise InvalidInput(f"not a readable {fmt.upper()} file")
+    if fmt == "docx":
+        _drop_xml_comments(backend)
     return document, backend
+
+
+def _drop_xml_comments(backend: DeclarativeDocumentBackend) -> None:
+    """Removes XML comments and processing instructions from every XML part of an opened
+    DOCX, keeping the text that follows each. docling's Word reader takes every node of a
+    part for an element and fails on them (lxml's `QName` of a comment: ValueError), which
+    failed the job `transient`; Word ignores them (python-docx's tbl-props.docx has two)."""
+    docx = getattr(backend, "docx_obj", None)
+    if docx is None:
+        return
+    for part in docx.part.package.iter_parts():
+        root = getattr(part, "element", None)  # the XML parts' lxml trees
+        if root is None:
+            continue
+        # lxml gives an element a str tag, and a comment or instruction its factory.
+        for node in [n for n in root.iter() if not isinstance(n.tag, str)]:
+            parent = node.getparent()
+            if parent is None:
+                continue
+            if node.tail:
+                before = node.getprevious()
+                if before is not None:
+                    before.tail = (before.tail or "") + node.tail
+                else:
+                    parent.text = (parent.text or "") + node.tail
+            parent.remove(node)
+
+
+def _no_pages(document: InputDocument, backend: DeclarativeDocumentBackend) -> bool:
+    """Whether docling refused an otherwise readable paginated document only for having
+    no pages."""
+    return not document.valid and document.page_count == 0 and backend.is_valid()
 
 
 def _check_declared_sizes(data: bytes, what: str) -> None:
