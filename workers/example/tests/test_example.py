@@ -120,9 +120,46 @@ def test_paragraph_ranges_are_linear(text: str) -> None:
     assert ranges == ([(0, len(text))] if text[0] == "A" else [])
 
 
-def test_invalid_utf8_is_invalid_input(write: Write) -> None:
-    with pytest.raises(InvalidInput):
-        run_handler(handle, write("latin1", "café".encode("latin-1")), format="txt")
+def _document(write: Write, name: str, data: bytes) -> tuple[str, dict[str, object]]:
+    [sub] = run_handler(handle, write(name, data), format="txt", name=f"{name}.txt")
+    body = json.loads(sub)
+    [document] = [n["properties"] for n in body["nodes"] if "DOCUMENT" in n["labels"]]
+    return body["canonicalText"], document
+
+
+def test_text_in_a_legacy_code_page_is_decoded_and_says_so(write: Write) -> None:
+    """A .txt file saved in Windows-1252 was invalid_input ("not valid utf-8-sig": found
+    on csvkit's issue-647.csv.txt); legacy code pages are most of the text files that are
+    not UTF-8."""
+    text, document = _document(write, "latin1", "Café crème, naïve façade.\n".encode("cp1252"))
+    assert text == "Café crème, naïve façade.\n"
+    assert (document["encoding"], document["encoding_source"]) == ("cp1252", "detected")
+    russian = "Привет, как дела в городе?\n"
+    text, document = _document(write, "cyrillic", russian.encode("cp1251"))
+    assert text == russian
+    assert document["encoding"] == "cp1251"
+
+
+def test_utf16_with_its_mark_is_decoded(write: Write) -> None:
+    """Notepad's "Unicode": UTF-16 LE after a byte-order mark."""
+    text, document = _document(
+        write, "notepad", "\ufeffFirst\r\n\r\nSecond €\r\n".encode("utf-16-le")
+    )
+    assert text == "First\n\nSecond €\n"
+    assert (document["encoding"], document["encoding_source"]) == ("utf-16-le", "bom")
+    assert document["paragraphs"] == 2
+
+
+def test_utf8_with_a_broken_byte_stays_utf8_and_counts_it(write: Write) -> None:
+    text, document = _document(write, "broken", "Größe ".encode() + b"\xff" + "über".encode())
+    assert text == "Größe \ufffdüber"
+    assert document["replaced_bytes"] == 1
+    assert "encoding" not in document
+
+
+def test_binary_data_is_invalid_input(write: Write) -> None:
+    with pytest.raises(InvalidInput, match="binary data"):
+        run_handler(handle, write("binary", b"\x7fELF\x02\x01\x01\x00\x00"), format="txt")
 
 
 def test_max_bytes_option_is_too_large(write: Write) -> None:

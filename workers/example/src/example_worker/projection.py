@@ -53,8 +53,15 @@ def paragraph_ranges(text: str) -> Iterator[tuple[int, int]]:
         yield start_byte, byte_pos
 
 
-def project(text: str, *, name: str, options: Mapping[str, Any] | None = None) -> bytes:
-    """The submission for a plain-text document called `name`."""
+def project(
+    text: str,
+    *,
+    name: str,
+    options: Mapping[str, Any] | None = None,
+    facts: Mapping[str, str | int] | None = None,
+) -> bytes:
+    """The submission for a plain-text document called `name`; `facts` are more DOCUMENT
+    properties (how the bytes were decoded)."""
     builder = IngestionResultBuilder(options=options)
     builder.set_canonical_text(text)
     ranges = list(paragraph_ranges(builder.canonical_text))
@@ -62,7 +69,9 @@ def project(text: str, *, name: str, options: Mapping[str, Any] | None = None) -
     if builder.byte_length:
         document_spans.append(builder.add_span_range(0, builder.byte_length, kind="document"))
     document = builder.add_node(
-        ["DOCUMENT"], {"name": name, "paragraphs": len(ranges)}, spans=document_spans
+        ["DOCUMENT"],
+        {"name": name, "paragraphs": len(ranges), **(facts or {})},
+        spans=document_spans,
     )
     for index, (start, end) in enumerate(ranges):
         span = builder.add_span_range(start, end, kind="paragraph")

@@ -1,9 +1,9 @@
 """Decoding a page's bytes: the HTTP header's charset, then a BOM, then `<meta>`, then detection.
 
 Labels go through Python's codec registry; one that names no codec is skipped, as a
-browser ignores an unknown label. Detection (charset-normalizer) looks at a 64 KiB
-prefix only: enough to decide, and fast (~1,500 docs/s here). Bytes that do not decode
-become U+FFFD: a page with a few broken bytes is still a page.
+browser ignores an unknown label. Detection is workers_common.text's (charset-normalizer
+over a 64 KiB prefix, windows-1252 when nearly as good). Bytes that do not decode become
+U+FFFD: a page with a few broken bytes is still a page.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import codecs
 import re
 from dataclasses import dataclass
 
-from charset_normalizer import from_bytes
+from workers_common.text import detect_encoding
 
 __all__ = ["Decoded", "decode_html", "header_charset"]
 
@@ -25,10 +25,8 @@ _BOMS = (
     (codecs.BOM_UTF16_LE, "utf-16-le"),
     (codecs.BOM_UTF16_BE, "utf-16-be"),
 )
-_PREFIX = 64 * 1024
+"""The marks a browser honours (WHATWG: no UTF-32)."""
 _META_WINDOW = 4096
-_WESTERN = frozenset({"cp1252", "latin_1", "iso8859_15"})
-_TIE = 0.15
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,26 +65,6 @@ def _meta(body: bytes) -> str | None:
     return _codec(match.group(1).decode("ascii", "replace")) if match else None
 
 
-def _detect(body: bytes) -> str | None:
-    prefix = body[:_PREFIX]
-    try:
-        prefix.decode("utf-8")
-        return "utf-8"
-    except UnicodeDecodeError as err:
-        if err.start >= len(prefix) - 3:  # only a character cut by the prefix's end
-            return "utf-8"
-    matches = list(from_bytes(prefix))
-    if not matches:
-        return None
-    best = matches[0]
-    # Latin text fits several single-byte code pages almost equally well; windows-1252
-    # is the web's legacy default (WHATWG), so it wins when it is nearly as good.
-    for match in matches:
-        if match.encoding in _WESTERN and match.chaos <= best.chaos + _TIE:
-            return "cp1252"
-    return _codec(best.encoding)
-
-
 def decode_html(body: bytes, content_type: str = "") -> Decoded:
     """The page's text and how its encoding was chosen."""
     encoding = header_charset(content_type)
@@ -97,7 +75,7 @@ def decode_html(body: bytes, content_type: str = "") -> Decoded:
     bom = _bom(body)
     if bom is not None:
         return Decoded(body[bom[1] :].decode(bom[0], "replace"), bom[0], "bom")
-    for source, found in (("meta", _meta(body)), ("detected", _detect(body))):
+    for source, found in (("meta", _meta(body)), ("detected", detect_encoding(body))):
         if found is not None:
             return Decoded(body.decode(found, "replace"), found, source)
     return Decoded(body.decode("utf-8", "replace"), "utf-8", "default")
