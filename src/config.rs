@@ -644,7 +644,7 @@ pub fn format_for_path(path: &Path) -> Option<&'static str> {
         | "xsd" | "kt" | "kts" | "swift" | "php" | "cs" | "fs" | "scala" | "lua" | "pl" | "pm" | "r" | "jl"
         | "dart" | "ex" | "exs" | "erl" | "hs" | "ml" | "clj" | "vue" | "svelte" | "cmake" | "gradle" | "tf"
         | "nix" | "zig" | "v" | "sv" | "vhd" | "asm" | "s" => "code",
-        "json" => "docling",
+        "json" | "jsonl" | "ndjson" => "docling",
         _ => return None,
     })
 }
@@ -787,7 +787,7 @@ mod tests {
             ("serde-1.0.200.crate", "code-archive"), ("attrs-23.2.0-py3-none-any.whl", "code-archive"),
             ("lib.rs", "code"), ("app.tsx", "code"), ("x.hpp", "code"), ("m.mjs", "code"),
             ("paper.pdf", "pdf"), ("memo.DOCX", "docx"), ("deck.pptx", "pptx"), ("letter.odt", "odt"), ("slides.ODP", "odp"), ("book.epub", "epub"), ("paper.tex", "latex"), ("Inbox.mbox", "mbox"), ("page.htm", "html"), ("notes.md", "md"),
-            ("doc.json", "docling"), ("scan.PNG", "image"), ("photo.jpeg", "image"), ("fax.tif", "image"), ("sheet.csv", "csv"), ("sheet.csv.gz", "csv"), ("sheet.CSV.ZST", "csv"),
+            ("doc.json", "docling"), ("events.jsonl", "docling"), ("dump.NDJSON", "docling"), ("scan.PNG", "image"), ("photo.jpeg", "image"), ("fax.tif", "image"), ("sheet.csv", "csv"), ("sheet.csv.gz", "csv"), ("sheet.CSV.ZST", "csv"),
             ("t.tsv.xz", "tsv"), ("book.xlsm", "xlsx"), ("old.xls", "xls"), ("b.xlsb", "xlsb"), ("c.ods", "ods"),
         ];
         for (name, format) in cases {

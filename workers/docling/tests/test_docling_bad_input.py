@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from docling_worker import handle
-from workers_common import WorkerFailure
+from workers_common import InvalidInput, WorkerFailure
 from workers_common.conformance import check_submissions, run_handler
 
 import docling_corpus as corpus
@@ -215,3 +215,16 @@ def test_xml_comments_in_a_docx_part_are_skipped_with_their_text_kept(tmp_path: 
         == _project(tmp_path, "plain.docx", out.getvalue(), "docx")["canonicalText"]
     )
     assert "Hello world" in str(sub["canonicalText"])
+
+
+def test_json_lines_are_an_array_of_their_values(tmp_path: Path) -> None:
+    """A JSON Lines file (a log, an export; csvkit's testjson_multiline.json) was
+    invalid_input ("Extra data"): its records are one TABLE. A file whose second value is
+    not on a line of its own stays invalid_input."""
+    lines = b'{"a": 2, "b": 3}\n\n{"b": 2, "d": 4.50}\r\n'
+    sub = _project(tmp_path, "events.jsonl", lines, "docling")
+    assert sub["canonicalText"] == "a\tb\td\n2\t3\t\n\t2\t4.50\n\n"
+    whole = _project(tmp_path, "array.json", b'[{"a": 2, "b": 3}, {"b": 2, "d": 4.50}]', "docling")
+    assert sub["canonicalText"] == whole["canonicalText"]
+    with pytest.raises(InvalidInput, match="Extra data"):
+        _project(tmp_path, "two.json", b'{"a": 1} {"b": 2}\n', "docling")

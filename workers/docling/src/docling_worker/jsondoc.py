@@ -21,6 +21,9 @@ a 400-digit integer stays itself), strings are decoded, `true`/`false`/`null` as
 Otherwise members keep the file's order; a repeated key keeps its last value (as every
 JSON reader does). Headings deeper than `MAX_LEVEL` stay at that level.
 
+JSON Lines (a value per line; the first value followed by "extra data" tells it) is read
+as the array of its lines' values: records become a TABLE.
+
 Budget: headings, lists, list items and table cells count against `max_elements`
 (default `DEFAULT_MAX_ELEMENTS`, which keeps the projection under the core's 100,000
 nodes a submission); past it the job is `too_large`. Nesting deeper than Python's
@@ -50,21 +53,45 @@ _MAX_COLUMNS = 64
 
 
 def parse_json(data: bytes) -> Any:
-    """The JSON value, numbers and constants kept as their source text (a `_Raw`)."""
+    """The JSON value, numbers and constants kept as their source text (a `_Raw`). JSON
+    Lines (one value per line: logs, exports, `.jsonl`/`.ndjson`, often named `.json`)
+    is the array of its lines' values."""
     try:
-        return json.loads(
-            data,
-            object_pairs_hook=dict,
-            parse_int=_Raw,
-            parse_float=_Raw,
-            parse_constant=_Raw,
-        )
+        return _loads(data)
     except RecursionError as err:
         raise InvalidInput("JSON nested too deeply to read") from err
     except UnicodeDecodeError as err:
         raise InvalidInput(f"not valid JSON: not UTF-8/16/32 text ({err.reason})") from err
+    except json.JSONDecodeError as err:
+        lines = _json_lines(data) if err.msg == "Extra data" else None
+        if lines is None:
+            raise InvalidInput(f"not valid JSON: {err}") from err
+        return lines
     except ValueError as err:
         raise InvalidInput(f"not valid JSON: {err}") from err
+
+
+def _loads(data: bytes | str) -> Any:
+    return json.loads(
+        data, object_pairs_hook=dict, parse_int=_Raw, parse_float=_Raw, parse_constant=_Raw
+    )
+
+
+def _json_lines(data: bytes) -> list[Any] | None:
+    """Each non-blank line's value, or None when a line is not one JSON value (the
+    whole file's error is then the one to report)."""
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return None
+    values = []
+    for line in text.splitlines():
+        if line.strip():
+            try:
+                values.append(_loads(line))
+            except (ValueError, RecursionError):
+                return None
+    return values
 
 
 class _Raw(str):
