@@ -88,7 +88,8 @@ fn run_fails_when_a_job_is_dead() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = config(dir.path());
     let bad = dir.path().join("bad.txt");
-    std::fs::write(&bad, b"\xff\xfe not utf-8 \xc3\x28").unwrap();
+    // Binary bytes, not text in any encoding: the text pool fails it invalid_input.
+    std::fs::write(&bad, b"\x7fELF\x02\x01\x01\x00\x00\x00 binary \x00\x03").unwrap();
     let good = dir.path().join("good.txt");
     std::fs::write(&good, "fine").unwrap();
     let out = telha(&["--config", cfg.to_str().unwrap(), "run", bad.to_str().unwrap(), good.to_str().unwrap()]);
