@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from example_worker import HANDLERS, handle
 from example_worker.projection import paragraph_ranges, project
-from workers_common import InvalidInput, TooLarge, normalize_canonical
+from workers_common import SUBMISSION_CAPS, InvalidInput, TooLarge, normalize_canonical
 from workers_common.conformance import check_determinism, check_submissions, run_handler
 from workers_common.pytest_plugin import GoldenDir
 
@@ -160,6 +160,18 @@ def test_utf8_with_a_broken_byte_stays_utf8_and_counts_it(write: Write) -> None:
 def test_binary_data_is_invalid_input(write: Write) -> None:
     with pytest.raises(InvalidInput, match="binary data"):
         run_handler(handle, write("binary", b"\x7fELF\x02\x01\x01\x00\x00"), format="txt")
+
+
+def test_a_file_over_one_submissions_text_is_too_large_before_it_is_read(
+    tmp_path: Path,
+) -> None:
+    """An 86 MB .txt ran the worker out of memory five times (the pool's 512 MB) before the
+    job was dead; over the canonical-text cap of one submission it is too_large at once."""
+    path = tmp_path / "huge.txt"
+    with path.open("wb") as sparse:  # never read
+        sparse.truncate(SUBMISSION_CAPS["max_text_bytes"] + 1)
+    with pytest.raises(TooLarge, match=f"max_bytes={SUBMISSION_CAPS['max_text_bytes']}"):
+        run_handler(handle, path, format="txt")
 
 
 def test_max_bytes_option_is_too_large(write: Write) -> None:

@@ -4,14 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from workers_common import Handler, Job, TooLarge
+from workers_common import SUBMISSION_CAPS, Handler, Job, TooLarge
 from workers_common.text import decode_text
 
 from .projection import project
 
-__all__ = ["FORMATS", "HANDLERS", "handle"]
+__all__ = ["DEFAULT_MAX_BYTES", "FORMATS", "HANDLERS", "handle"]
 
 FORMATS = ("txt", "text")
+
+DEFAULT_MAX_BYTES = SUBMISSION_CAPS["max_text_bytes"]
+"""A text file is one submission, whose canonical text is capped ([graph].max_text_bytes,
+32 MiB): a larger file is refused before it is read. Reading an 86 MB one ran the worker
+out of memory under the pool's 512 MB, five times, before the job was dead."""
 
 
 def handle(job: Job) -> bytes:
@@ -21,10 +26,13 @@ def handle(job: Job) -> bytes:
     says how text that is not UTF-8 was decoded (`encoding`, `encoding_source`) and how
     many byte sequences did not decode (`replaced_bytes`).
 
-    Option `max_bytes` refuses larger content as too_large, before reading it.
+    Option `max_bytes` (default DEFAULT_MAX_BYTES, 32 MiB) refuses larger content as
+    too_large, before reading it.
     """
-    limit = job.options.get("max_bytes")
-    if isinstance(limit, int) and job.content is not None and job.content.size > limit:
+    limit = job.options.get("max_bytes", DEFAULT_MAX_BYTES)
+    if not isinstance(limit, int) or isinstance(limit, bool):
+        limit = DEFAULT_MAX_BYTES
+    if job.content is not None and job.content.size > limit:
         raise TooLarge(f"{job.content.size} bytes is over max_bytes={limit}")
     decoded = decode_text(job.read_bytes())
     facts: dict[str, str | int] = {}
