@@ -167,6 +167,38 @@ def test_the_inline_budget_makes_later_attachments_too_large(
     assert second["options"]["oversize"]["limit"] == 400
 
 
+def test_a_text_part_past_the_body_budget_is_an_attachment_not_the_body(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Real size: a ~90 MB text body ran the worker out of memory (oom five times) while
+    # it was decoded, cleaned and joined into canonical text.
+    import email_worker.eml
+
+    monkeypatch.setattr(email_worker.eml, "BODY_BUDGET_BYTES", 1000)
+    big = b"log line\n" * 200  # 2,000 bytes decoded, over the budget of 1,000
+    message = eml(
+        [*HEAD, ("From", "a@example.com"), ("Content-Type", 'multipart/mixed; boundary="z"')],
+        multipart(
+            "z",
+            [
+                part([("Content-Type", "text/plain")], "the short note"),
+                part([("Content-Type", "text/plain")], big),
+            ],
+        ),
+    )
+    body = project(tmp_path, message, max_attachment_bytes=1500)
+    [msg_node] = labelled(body, "MESSAGE")
+    assert "body:over_budget" in msg_node["properties"]["defects"]
+    assert body["canonicalText"].count("log line") == 0
+    assert "the short note" in body["canonicalText"]
+    [attachment] = labelled(body, "ATTACHMENT")
+    assert attachment["properties"]["content_type"] == "text/plain"
+    assert attachment["properties"]["too_large"] is True
+    [child] = body["childJobs"]
+    assert child["format"] == "txt"
+    assert child["options"]["oversize"]["limit"] == 1500
+
+
 def test_a_message_over_max_bytes_is_too_large(tmp_path: Path) -> None:
     with pytest.raises(TooLarge, match="over max_bytes=10"):
         project(tmp_path, eml([*HEAD, ("From", "a@example.com")], "hello"), max_bytes=10)

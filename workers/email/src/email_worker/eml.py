@@ -11,6 +11,13 @@ attachment; an enclosed message/rfc822 is an attachment that is also parsed, for
 MESSAGE id (decoded first when it was base64 or quoted-printable encoded). A
 message/delivery-status part is a report (reports.py), a text/rfc822-headers part the
 returned message's headers: neither is an attachment.
+
+The body is bounded too: text parts are read into it only while their decoded bytes
+stay within `BODY_BUDGET_BYTES` (half a submission's canonical-text cap). A text part
+past it (a 90 MB log pasted into a message) becomes an attachment like any other, so it
+is a child job of its own (too_large over `max_attachment_bytes`) and the message keeps
+its headers, people and other parts; defect `body:over_budget`. Decoding it into the
+body would run the worker out of memory long before the submission cap refused it.
 """
 
 from __future__ import annotations
@@ -20,7 +27,7 @@ from email.errors import CloseBoundaryNotFoundDefect, MessageDefect
 from email.message import EmailMessage, Message
 from email.parser import BytesHeaderParser, BytesParser
 
-from workers_common import InvalidInput
+from workers_common import SUBMISSION_CAPS, InvalidInput
 
 from .charsets import clean_text, decode_bytes
 from .dates import parse_date_header, received_dates
@@ -36,12 +43,14 @@ from .reports import (
     transfer_encoded,
 )
 
-__all__ = ["IDENTIFYING_HEADERS", "MAX_DEPTH", "parse_eml", "read_message"]
+__all__ = ["BODY_BUDGET_BYTES", "IDENTIFYING_HEADERS", "MAX_DEPTH", "parse_eml", "read_message"]
 
 MAX_DEPTH = 32
 """Deepest MIME nesting followed; real mail rarely passes 5."""
 IDENTIFYING_HEADERS = ("from", "sender", "to", "cc", "date", "subject", "message-id")
 """Without at least one of these the bytes are not a message (invalid_input)."""
+BODY_BUDGET_BYTES = SUBMISSION_CAPS["max_text_bytes"] // 2
+"""Most decoded bytes of text parts read into one message's body (16 MiB)."""
 
 _BODY_TYPES = frozenset({"text/plain", "text/html"})
 _MESSAGE_TYPES = frozenset({"message/rfc822", "message/global"})
@@ -111,6 +120,7 @@ class _Walker:
         self.reports: list[DeliveryReport] = []
         self.returned: list[ParsedMessage] = []
         self.defects: list[str] = []
+        self.body_bytes = 0
 
     def _note(self, defects: list[MessageDefect]) -> None:
         self.defects.extend(f"mime:{type(defect).__name__}" for defect in defects)
@@ -150,7 +160,11 @@ class _Walker:
         # get_body() ignores file names: a named inline (or undispositioned) text part is
         # the body when no text came before it; later named ones stay files.
         body_like = content_type in _BODY_TYPES and disposition != "attachment"
+        if body_like and self.body_bytes + len(data) > BODY_BUDGET_BYTES:
+            self.defects.append("body:over_budget")
+            body_like = False
         if body_like and (not filename or not any(t.strip() for _, t in self.body)):
+            self.body_bytes += len(data)
             text, defect = decode_bytes(data, part.get_content_charset())
             if defect:
                 self.defects.append(defect)
