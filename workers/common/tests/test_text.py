@@ -76,3 +76,77 @@ def test_detect_encoding_takes_a_character_cut_at_the_end_for_utf8() -> None:
 def test_short_latin_text_is_not_taken_for_east_asian(text: str, encoding: str) -> None:
     decoded = decode_text(text.encode(encoding))
     assert decoded.text == text
+
+
+@pytest.mark.parametrize(
+    ("text", "encoding"),
+    [
+        ("日本語のメールです。ISO-2022-JP で書かれています。\n", "iso2022_jp"),
+        ("Python 의 개발은 1990 년 무렵부터 시작되었습니다.\n", "iso2022_kr"),
+    ],
+)
+def test_seven_bit_text_with_iso2022_escapes_is_that_encoding(text: str, encoding: str) -> None:
+    """Seven bits, so also valid UTF-8: read as such it was ASCII with ESC characters."""
+    data = text.encode(encoding)
+    assert data.isascii()
+    decoded = decode_text(data)
+    assert (decoded.text, decoded.encoding, decoded.source) == (text, encoding, "escapes")
+    assert detect_encoding(data) == encoding  # the web worker's path too
+
+
+def test_an_escape_that_announces_nothing_leaves_ascii_alone() -> None:
+    assert decode_text(b"\x1b[1mbold\x1b[0m terminal text\n").encoding == "utf-8"
+
+
+@pytest.mark.parametrize("encoding", ["cp949", "johab"])
+def test_text_charset_normalizer_gives_up_on_is_tried_in_the_double_byte_code_pages(
+    encoding: str,
+) -> None:
+    """The first lines of CPython's cjkencodings/cp949.txt: charset-normalizer finds no
+    encoding for them (before, `binary data`), the strict fallback does."""
+    text = "똠방각하 펲시콜라\n\n㉯㉯납!! 因九月패믤릔궈 ⓡⓖ훀¿¿¿ 긍뒙 ⓔ뎨 ㉯. .\n"
+    decoded = decode_text(text.encode(encoding))
+    assert (decoded.text, decoded.encoding, decoded.replaced) == (text, encoding, 0)
+
+
+def test_random_bytes_without_nul_are_still_binary() -> None:
+    data = bytes(range(1, 256)) * 8
+    with pytest.raises(InvalidInput, match="binary data"):
+        decode_text(data)
+
+
+@pytest.mark.parametrize(
+    ("text", "encoding"),
+    [
+        # windows-1252 used to win every near tie: these read as mojibake (ś → œ, ğ → ð).
+        (
+            "Litwo! Ojczyzno moja! ty jesteś jak zdrowie: Ile cię trzeba cenić, ten tylko się "
+            "dowie, Kto cię stracił. Dziś piękność twą w całej ozdobie Widzę i opisuję, bo "
+            "tęsknię po tobie.",
+            "cp1250",
+        ),
+        (
+            "Türkiye Cumhuriyeti, Anadolu ve Doğu Trakya'da yer alan bir ülkedir. Başkenti "
+            "Ankara, en kalabalık şehri İstanbul'dur. Ülkenin resmî dili Türkçedir. "  # noqa: RUF001
+            "Çoğu vatandaş Müslümandır; ışık, ağaç, göğüs ve şişe gibi kelimeler "  # noqa: RUF001
+            "sık kullanılır.",  # noqa: RUF001
+            "cp1254",
+        ),
+        # and Western text keeps windows-1252 when another code page is a little less chaotic
+        (
+            "Le prix de la maison a augmenté de façon considérable, déjà très cher à Noël. " * 4,
+            "cp1252",
+        ),
+    ],
+)
+def test_the_most_coherent_common_code_page_wins(text: str, encoding: str) -> None:
+    decoded = decode_text(text.encode(encoding))
+    assert (decoded.text, decoded.encoding) == (text, encoding)
+
+
+def test_a_code_page_that_reads_as_windows_1252_is_named_so() -> None:
+    """German bytes come back from charset-normalizer as cp1250 only, whose letters they
+    share: the same text, under the commoner name."""
+    text = "Name;Straße;Größe\nJürgen Müller;Hauptstraße 5;1,82\nGünther Weiß;Bahnhof 7;1,75\n"
+    decoded = decode_text(text.encode("cp1252"))
+    assert (decoded.text, decoded.encoding) == (text, "cp1252")

@@ -227,6 +227,29 @@ def test_cp1252_and_semicolons_are_detected(tmp_path: Path) -> None:
     assert "São Paulo" in sub["canonicalText"]
 
 
+@pytest.mark.parametrize(
+    ("text", "encoding"),
+    [
+        # A Japanese CSV in ISO-2022-JP is seven-bit: it was read as ASCII with escapes.
+        ("氏名,住所\n山田太郎,東京都千代田区\n佐藤花子,大阪府大阪市\n", "iso2022_jp"),
+        # windows-1252 used to win the near tie: Şükrü came out as Þükrü.
+        (
+            "Ad,Şehir\nŞükrü Öztürk,İstanbul\nAyşe Yılmaz,Eskişehir\n",  # noqa: RUF001
+            "cp1254",
+        ),
+    ],
+)
+def test_legacy_encodings_are_read_as_written(tmp_path: Path, text: str, encoding: str) -> None:
+    [sub] = _run(tmp_path, Fixture("people.csv", text.encode(encoding)))
+    table = _nodes([sub], "TABLE")[0]["properties"]
+    assert table["encoding"] == encoding
+    assert table["columns"] == text.splitlines()[0].split(",")
+    first = table["columns"][0]
+    assert [r["properties"][first] for r in _nodes([sub], "ROW")] == [
+        line.split(",")[0] for line in text.splitlines()[1:]
+    ]
+
+
 def test_ragged_rows_keep_extra_fields(tmp_path: Path) -> None:
     [sub] = _run(tmp_path, CORPUS["ragged"])
     table = _nodes([sub], "TABLE")[0]["properties"]

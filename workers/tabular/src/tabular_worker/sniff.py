@@ -44,9 +44,8 @@ from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
 
-from charset_normalizer import from_bytes
-
 from workers_common import InvalidInput, TooLarge
+from workers_common.text import iso2022_encoding, legacy_encoding
 
 from .options import Quoting
 
@@ -81,8 +80,6 @@ _BOMS: tuple[tuple[bytes, str], ...] = (
 # Text has few control characters besides tab, LF, CR and form feed; binary data has many.
 _CONTROL = re.compile("[\x00-\x08\x0b\x0e-\x1f]")
 _MAX_CONTROL_SHARE = 0.01
-_PREFERRED_ENCODINGS = ("cp1252", "latin_1", "iso8859_15")
-_CHAOS_SLACK = 0.05
 
 # Invalid byte sequences are replaced with U+FFFD, one per sequence as errors="replace"
 # does, and counted. Codec error handlers are registered globally by name, so the count
@@ -200,6 +197,9 @@ def _detect_encoding(head: bytes) -> str:
     for bom, name in _BOMS:
         if head.startswith(bom):
             return name
+    announced = iso2022_encoding(head)  # seven bits with ISO-2022-JP/KR escapes
+    if announced is not None:
+        return announced
     text = head.decode("utf-8", errors="replace")
     # A sample cut inside a character ends in a replacement that is no error.
     bad = text.rstrip("\ufffd").count("\ufffd") - head.count(b"\xef\xbf\xbd")
@@ -211,18 +211,13 @@ def _detect_encoding(head: bytes) -> str:
     # UTF-16 without a BOM, as charset-normalizer guesses it.
     if bad <= 0 or multibyte > bad:
         return "utf-8"
-    matches = list(from_bytes(head))
-    if not matches:
+    # A legacy encoding (or UTF-16 without a BOM), chosen as for any undeclared text
+    # (workers_common.text): short samples decode about as cleanly in several code
+    # pages (ã is ă in cp1250), and the Western European one wins when nearly as good.
+    encoding = legacy_encoding(head)
+    if encoding is None:
         raise InvalidInput("content is binary data, not text in any known encoding")
-    best = matches[0]
-    # Short samples decode about as cleanly in several code pages (ã is ă in cp1250):
-    # prefer the Western European ones spreadsheets are most often exported in when they
-    # do nearly as well as the best guess.
-    for preferred in _PREFERRED_ENCODINGS:
-        for match in matches:
-            if match.encoding == preferred and match.chaos <= best.chaos + _CHAOS_SLACK:
-                return preferred
-    return str(best.encoding)
+    return encoding
 
 
 def _valid_utf8(path: Path, max_line_bytes: int) -> bool:
