@@ -42,6 +42,30 @@ def test_bytes_that_are_not_a_message_are_invalid_input(tmp_path: Path, data: by
         project(tmp_path, data)
 
 
+def test_a_mime_entity_without_identifying_headers_is_read_with_a_defect(
+    tmp_path: Path,
+) -> None:
+    """CPython's test_email data has six such entities (msg_18, msg_37, msg_40, ...): a
+    part saved on its own, a message a tool stripped of its envelope. They were
+    `invalid_input`; their body and attachments are the message's, flagged."""
+    entity = eml(
+        [("Content-Type", 'multipart/mixed; boundary="z"'), ("MIME-Version", "1.0")],
+        multipart(
+            "z",
+            [
+                part([("Content-Type", "text/plain")], "the body text"),
+                part([("Content-Disposition", 'attachment; filename="t.csv"')], b"a,b\n1,2\n"),
+            ],
+        ),
+    )
+    body = project(tmp_path, entity)
+    [message] = labelled(body, "MESSAGE")
+    assert "message:no_identifying_headers" in message["properties"]["defects"]
+    assert message["id"].startswith("email:msg:nomid:")
+    assert "the body text" in body["canonicalText"]
+    assert [child["format"] for child in body["childJobs"]] == ["csv"]
+
+
 def test_the_bytes_decide_the_reader_not_the_format(tmp_path: Path) -> None:
     """An Outlook .msg saved as .eml was `invalid_input` ("no From, To, ... header": found
     on mail-parser's mail_outlook_1), and an .eml renamed .msg too: each is now read by

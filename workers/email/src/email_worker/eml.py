@@ -43,12 +43,21 @@ from .reports import (
     transfer_encoded,
 )
 
-__all__ = ["BODY_BUDGET_BYTES", "IDENTIFYING_HEADERS", "MAX_DEPTH", "parse_eml", "read_message"]
+__all__ = [
+    "BODY_BUDGET_BYTES",
+    "IDENTIFYING_HEADERS",
+    "MAX_DEPTH",
+    "MIME_HEADERS",
+    "parse_eml",
+    "read_message",
+]
 
 MAX_DEPTH = 32
 """Deepest MIME nesting followed; real mail rarely passes 5."""
 IDENTIFYING_HEADERS = ("from", "sender", "to", "cc", "date", "subject", "message-id")
-"""Without at least one of these the bytes are not a message (invalid_input)."""
+"""Without at least one of these (or of MIME_HEADERS) the bytes are not a message."""
+MIME_HEADERS = ("mime-version", "content-type")
+"""A MIME entity without identifying headers is read as a message, with a defect."""
 BODY_BUDGET_BYTES = SUBMISSION_CAPS["max_text_bytes"] // 2
 """Most decoded bytes of text parts read into one message's body (16 MiB)."""
 
@@ -68,11 +77,16 @@ def parse_eml(data: bytes) -> ParsedMessage:
         message = BytesHeaderParser(policy=policy.default).parsebytes(data)
         defects.append("mime:nesting_too_deep")
         walk_body = False
-    if not any(name.lower() in IDENTIFYING_HEADERS for name in message):
-        raise InvalidInput(
-            "not an email message: no From, To, Cc, Date, Subject or Message-ID header "
-            f"in {len(data)} bytes"
-        )
+    names = {name.lower() for name in message}
+    if names.isdisjoint(IDENTIFYING_HEADERS):
+        if names.isdisjoint(MIME_HEADERS):
+            raise InvalidInput(
+                "not an email message: no From, To, Cc, Date, Subject or Message-ID header "
+                f"(nor a MIME entity's MIME-Version or Content-Type) in {len(data)} bytes"
+            )
+        # A MIME entity without the envelope (a part saved on its own, a message whose
+        # headers a tool stripped): its body and attachments are still the message's.
+        defects.append("message:no_identifying_headers")
     return read_message(message, depth=0, walk_body=walk_body, defects=defects)
 
 
