@@ -223,6 +223,25 @@ def test_a_text_part_past_the_body_budget_is_an_attachment_not_the_body(
     assert child["options"]["oversize"]["limit"] == 1500
 
 
+def test_an_outlook_body_past_the_budget_is_an_attachment_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import email_worker.outlook
+
+    monkeypatch.setattr(email_worker.outlook, "BODY_BUDGET_BYTES", 1000)
+    outlook = msg(Msg(subject="log", sender_address="b@example.com", body="log line\n" * 200))
+    body = project(tmp_path, outlook, "msg")
+    [message] = labelled(body, "MESSAGE")
+    assert "body:over_budget" in message["properties"]["defects"]
+    assert "log line" not in body["canonicalText"]
+    [attachment] = labelled(body, "ATTACHMENT")
+    assert (attachment["properties"]["filename"], attachment["properties"]["size"]) == (
+        "body.txt",
+        1800,
+    )
+    assert [child["format"] for child in body["childJobs"]] == ["txt"]
+
+
 def test_a_message_over_max_bytes_is_too_large(tmp_path: Path) -> None:
     with pytest.raises(TooLarge, match="over max_bytes=10"):
         project(tmp_path, eml([*HEAD, ("From", "a@example.com")], "hello"), max_bytes=10)

@@ -38,6 +38,7 @@ from workers_common import InvalidInput, Unsupported
 
 from .charsets import clean_text, decode_bytes
 from .dates import parse_date_header, received_dates
+from .eml import BODY_BUDGET_BYTES
 from .headers import MAX_RECIPIENTS, all_headers, first_header, mailboxes
 from .html_text import html_to_text
 from .identity import is_x500, message_ids_in
@@ -280,17 +281,30 @@ def _delivery_report(msg: Any) -> DeliveryReport | None:
 
 
 def _body(msg: Any, parsed: ParsedMessage) -> None:
+    """The plain body, else the HTML one as text. A body past BODY_BUDGET_BYTES is an
+    attachment instead (`body.txt` / `body.html`, defect `body:over_budget`), as in an
+    .eml: the message keeps everything else, the body becomes a child job of its own."""
     body = msg.body
     if isinstance(body, str) and body.strip():
+        if len(body) > BODY_BUDGET_BYTES // 4 and len(body.encode()) > BODY_BUDGET_BYTES:
+            _over_budget(parsed, "body.txt", "text/plain", body.encode())
+            return
         parsed.body, parsed.body_source = clean_text(body).strip("\n"), "text/plain"
         return
     # Only when there is no plain body: extract-msg also synthesizes HTML from it.
     html = _raw_html(msg)
-    if html is not None:
+    if html is not None and len(html) > BODY_BUDGET_BYTES:
+        _over_budget(parsed, "body.html", "text/html", html)
+    elif html is not None:
         text, defect = decode_bytes(html, _html_charset(msg, html))
         if defect:
             parsed.defects.append(defect)
         parsed.body, parsed.body_source = html_to_text(clean_text(text)), "text/html"
+
+
+def _over_budget(parsed: ParsedMessage, name: str, content_type: str, data: bytes) -> None:
+    parsed.defects.append("body:over_budget")
+    parsed.attachments.append(ParsedAttachment(filename=name, content_type=content_type, data=data))
 
 
 # Windows code page numbers Python's codec registry does not know by `cp<N>`.
