@@ -76,6 +76,8 @@ pub async fn serve(config: Config, shutdown: impl Future<Output = ()> + Send + '
     let grace = std::time::Duration::from_secs_f64(config.server.shutdown_grace_secs);
     let config_path = config.path.clone();
     let core = Core::start(config).await?;
+    // The store is open (its lock is ours): no other core's workers use these folders.
+    crate::actors::pool::sweep_worker_tmp(&data_dir);
     let auth = Auth::new(&token);
     // Observing starts before the pools, so that no worker's exit goes unseen.
     let observed = crate::ops::Observed::start(&core);

@@ -93,6 +93,45 @@ async fn segfault_is_crash_and_the_worker_respawns() {
     assert_eq!(st.pools[0].restarts, 1);
 }
 
+/// Each worker's TMPDIR is its own folder under the data dir, removed when the worker
+/// exits: a worker that crashes mid-job leaves no scratch files behind (they piled up in
+/// the host's /tmp: a transcoded CSV, Chromium's profile). A new core sweeps what an earlier
+/// one's workers left.
+#[tokio::test]
+async fn a_crashed_workers_scratch_files_are_removed() {
+    let mut s = start("", "", ONE_ATTEMPT).await;
+    let tmp_root = s.data_dir().join("worker-tmp");
+    let before = s.status().await.pools[0].workers[0].pid;
+    let j = run_mode(&s, "scratch_segv", "").await;
+    let f = only_failure(&j);
+    assert_eq!(f.kind, "crash", "{f:?}");
+    let line = f.stderr_tail.lines().find(|l| l.starts_with("scratch file ")).unwrap_or_else(|| panic!("{f:?}"));
+    let scratch = std::path::PathBuf::from(line.trim_start_matches("scratch file ").trim());
+    let worker_dir = scratch.parent().expect("the file's folder").to_path_buf();
+    assert_eq!(worker_dir.parent(), Some(tmp_root.as_path()), "{scratch:?}");
+    assert!(worker_dir.file_name().is_some_and(|n| n.to_string_lossy().starts_with("misbehave-0-")), "{scratch:?}");
+    // What the pool's workers share (TELHA_POOL_TMP) outlives any one of them.
+    let pool_dir = s.data_dir().join("pool-tmp").join("misbehave");
+    assert!(f.stderr_tail.contains(&format!("pool tmp {}\n", pool_dir.display())), "{f:?}");
+    s.wait_status(T, "the respawn", |st| st.pools[0].workers[0].state == "idle" && st.pools[0].workers[0].pid != before).await;
+    let deadline = Instant::now() + T;
+    while worker_dir.exists() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(!worker_dir.exists(), "{worker_dir:?} is still there");
+    assert!(pool_dir.is_dir());
+    // The new worker has a fresh, empty folder of its own, private to it.
+    let dirs: Vec<_> = std::fs::read_dir(&tmp_root).expect("worker-tmp").map(|e| e.expect("entry").path()).collect();
+    assert_eq!(dirs.len(), 1, "{dirs:?}");
+    assert_eq!(std::fs::read_dir(&dirs[0]).expect("its folder").count(), 0);
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(std::fs::metadata(&dirs[0]).expect("metadata").permissions().mode() & 0o777, 0o700);
+    // kill -9 of the core takes its workers along and removes nothing; the next core does.
+    std::fs::write(dirs[0].join("left.partial"), b"x").expect("a file in the live worker's folder");
+    s.restart();
+    assert!(!dirs[0].join("left.partial").exists(), "the next core did not sweep {:?}", dirs[0]);
+}
+
 /// A "MemoryError" that an earlier job logged (it then failed cleanly) does not make a
 /// later job's SIGSEGV `oom`: an exit is classified from what the process wrote since
 /// its current job was leased, and that is the evidence kept.

@@ -153,6 +153,8 @@ struct Proc {
     job: Option<(u64, u64, Instant)>,
     /// Where a prefetching worker writes the job it runs (`TELHA_RUNNING_FILE`).
     running_file: Option<PathBuf>,
+    /// The worker's own temporary folder (its `TMPDIR`), removed when it exits.
+    tmp_dir: Option<PathBuf>,
     jobs_done: u64,
     killed: Option<KillReason>,
     /// When the supervisor sent SIGTERM, to escalate to SIGKILL after the grace.
@@ -406,6 +408,15 @@ impl PoolActor {
         if let Some(ca) = &self.contact.ca {
             env.insert("TELHA_CA".into(), ca.clone());
         }
+        // The pool's own TMPDIR (its env table) wins: the operator chose where.
+        let data_dir = self.core.config().server.data_dir.clone();
+        let tmp_dir = if env.contains_key("TMPDIR") { None } else { worker_tmp(&data_dir, &worker_id) };
+        if let Some(dir) = &tmp_dir {
+            env.insert("TMPDIR".into(), dir.display().to_string());
+        }
+        if let Some(dir) = pool_tmp(&data_dir, &self.name) {
+            env.insert("TELHA_POOL_TMP".into(), dir.display().to_string());
+        }
         let spec = SpawnSpec {
             pool: self.name.clone(),
             worker_id: worker_id.clone(),
@@ -431,6 +442,7 @@ impl PoolActor {
                     polling: false,
                     job: None,
                     running_file,
+                    tmp_dir,
                     jobs_done: 0,
                     killed: None,
                     term_at: None,
@@ -438,6 +450,9 @@ impl PoolActor {
                 });
             }
             Err(e) => {
+                if let Some(dir) = tmp_dir {
+                    remove_worker_tmp(dir);
+                }
                 tracing::error!(pool = %self.name, error = %e, "worker cannot start");
                 self.last_error = e.to_string();
                 self.note_restart(i);
@@ -484,6 +499,9 @@ impl PoolActor {
         let running = p.running_file.as_deref().and_then(read_running);
         if let Some(file) = &p.running_file {
             let _ = std::fs::remove_file(file);
+        }
+        if let Some(dir) = p.tmp_dir.clone() {
+            remove_worker_tmp(dir);
         }
         match class.kind {
             None => {
@@ -583,6 +601,69 @@ fn running_path(data_dir: &Path, worker_id: &str) -> PathBuf {
     let path = dir.join(format!("{worker_id}.running"));
     let _ = std::fs::remove_file(&path);
     path
+}
+
+/// Every worker's temporary folder is under this one in the data dir.
+pub const WORKER_TMP: &str = "worker-tmp";
+
+/// `<data_dir>/worker-tmp/<worker id>`, the worker's `TMPDIR`, made empty for a new worker
+/// (ids repeat across core restarts) and private to it (0700). A worker killed mid-job
+/// (oom, timeout, a crash) cannot clean up after itself: a transcoded CSV, a converter's
+/// scratch files or Chromium's profile would pile up in the host's /tmp; here they go
+/// when the worker exits. None (the inherited default) when the folder cannot be made.
+fn worker_tmp(data_dir: &Path, worker_id: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::DirBuilderExt;
+    let dir = data_dir.join(WORKER_TMP).join(worker_id);
+    let _ = std::fs::remove_dir_all(&dir);
+    match std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&dir) {
+        Ok(()) => Some(dir),
+        Err(e) => {
+            tracing::warn!(dir = %dir.display(), error = %e, "cannot make the worker's temporary folder; it keeps the inherited one");
+            None
+        }
+    }
+}
+
+/// Every pool's shared folder is under this one in the data dir.
+pub const POOL_TMP: &str = "pool-tmp";
+
+/// `<data_dir>/pool-tmp/<pool>` (0700), `TELHA_POOL_TMP`: what the workers of one pool share
+/// while the core runs (the web pool's per-host turns), now that each has a TMPDIR of its
+/// own. Kept across its workers' restarts, emptied when a core starts.
+fn pool_tmp(data_dir: &Path, pool: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::DirBuilderExt;
+    let dir = data_dir.join(POOL_TMP).join(pool);
+    match std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&dir) {
+        Ok(()) => Some(dir),
+        Err(e) => {
+            tracing::warn!(dir = %dir.display(), error = %e, "cannot make the pool's shared temporary folder");
+            None
+        }
+    }
+}
+
+/// Removes a worker's temporary folder off the actor's thread (it may hold gigabytes).
+fn remove_worker_tmp(dir: PathBuf) {
+    tokio::task::spawn_blocking(move || {
+        if let Err(e) = std::fs::remove_dir_all(&dir) {
+            if e.kind() != std::io::ErrorKind::NotFound {
+                tracing::warn!(dir = %dir.display(), error = %e, "cannot remove a worker's temporary folder");
+            }
+        }
+    });
+}
+
+/// Removes what workers of an earlier core process left in their temporary folders (a core
+/// killed with its workers cannot remove them). Called once the store is open: the store's
+/// lock says no other core uses this data dir, so none of these folders is in use.
+pub fn sweep_worker_tmp(data_dir: &Path) {
+    for dir in [data_dir.join(WORKER_TMP), data_dir.join(POOL_TMP)] {
+        match std::fs::remove_dir_all(&dir) {
+            Ok(()) => tracing::info!(dir = %dir.display(), "removed the temporary folders of an earlier run's workers"),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => tracing::warn!(dir = %dir.display(), error = %e, "cannot remove the temporary folders of an earlier run's workers"),
+        }
+    }
 }
 
 /// The job a prefetching worker last said it runs: `<job id> <lease number>` (the harness

@@ -19,9 +19,22 @@ import ctypes
 import os
 import subprocess
 import sys
+import tempfile
 import time
 
 from workers_common import IngestionResultBuilder, InvalidInput, Job, WorkerConsumer
+
+
+def segv(*, leave_scratch: bool) -> None:
+    """Crashes; first, with `leave_scratch`, leaves a file in the worker's temporary folder
+    and says where (and where the pool's shared folder is)."""
+    if leave_scratch:
+        with tempfile.NamedTemporaryFile(delete=False, suffix=".partial") as scratch:
+            scratch.write(b"half-written work" * 1000)
+        sys.stderr.write(f"scratch file {scratch.name}\n")
+        sys.stderr.write(f"pool tmp {os.environ.get('TELHA_POOL_TMP')}\n")
+        sys.stderr.flush()
+    ctypes.string_at(0)
 
 
 def handle(job: Job) -> bytes:
@@ -38,8 +51,8 @@ def handle(job: Job) -> bytes:
         sys.stderr.write("memory allocation of 1073741824 bytes failed\n")
         sys.stderr.flush()
         os.abort()
-    if mode == "segv":
-        ctypes.string_at(0)
+    if mode in ("segv", "scratch_segv"):
+        segv(leave_scratch=mode == "scratch_segv")
     if mode == "sleep":
         time.sleep(float(job.options.get("secs", 3600)))
     if mode == "busy":

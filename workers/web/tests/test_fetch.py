@@ -459,3 +459,17 @@ def test_a_malformed_allow_list_stops_the_worker_with_the_config_code() -> None:
     )
     assert done.returncode == EXIT_CONFIG
     assert "'intranet' is not a CIDR network" in done.stderr
+
+
+def test_the_politeness_state_is_shared_by_the_pool_not_the_worker(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under the core each worker's TMPDIR is its own (removed when it exits): the per-host
+    turns must live where every worker of the pool sees them, the pool's shared folder."""
+    from web_worker.polite import default_state_dir
+
+    monkeypatch.delenv("WEB_STATE_DIR", raising=False)
+    monkeypatch.setenv("TELHA_POOL_TMP", str(tmp_path / "pool"))
+    assert default_state_dir() == tmp_path / "pool" / "web-hosts"
+    monkeypatch.setenv("WEB_STATE_DIR", str(tmp_path / "chosen"))
+    assert default_state_dir() == tmp_path / "chosen"  # the operator's choice wins

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -219,12 +220,22 @@ RENDER_AND_WAIT = textwrap.dedent(
 
 def test_sigkill_of_the_worker_leaves_no_chromium(app_site: Site, tmp_path: Path) -> None:
     """The worker process is SIGKILLed alone (not its group): Chromium and every process it
-    started are gone within seconds (parent-death signal; renderers follow the browser)."""
+    started are gone within seconds (parent-death signal; renderers follow the browser).
+    Its profile folder stays (nobody is left to remove it) until the next browser's start
+    sweeps it: its lock died with the worker."""
+    import tempfile
+
+    from web_worker.browser import sweep_stale
+
     script = RENDER_AND_WAIT.format(
         tests=str(Path(__file__).parent), tmp=str(tmp_path), url=app_site.url("/app")
     )
+    scratch_root = tempfile.mkdtemp(prefix="t", dir="/tmp")  # short: the socket path fits
     process = subprocess.Popen(
-        [sys.executable, "-c", script], stdout=subprocess.PIPE, start_new_session=True
+        [sys.executable, "-c", script],
+        stdout=subprocess.PIPE,
+        start_new_session=True,
+        env={**os.environ, "TMPDIR": scratch_root},
     )
     try:
         assert process.stdout is not None
@@ -236,9 +247,51 @@ def test_sigkill_of_the_worker_leaves_no_chromium(app_site: Site, tmp_path: Path
         process.wait(timeout=10)
         assert _wait_gone(members) == []
         assert _group_members(process.pid) == []
+        # (Playwright's driver leaves its own `playwright-artifacts-*`: under the core,
+        # the worker's TMPDIR is its own and removed when it exits.)
+        assert len(list(Path(scratch_root).glob("telha-chromium-*"))) == 1
+        assert sweep_stale(scratch_root, "telha-chromium-") == 1
+        assert list(Path(scratch_root).glob("telha-chromium-*")) == []
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
         if process.stdout is not None:
             process.stdout.close()
+        shutil.rmtree(scratch_root, ignore_errors=True)
+
+
+@pytest.mark.parametrize("deep", [False, True], ids=["short-tmpdir", "deep-tmpdir"])
+def test_a_killed_browser_leaves_nothing_in_the_temporary_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, deep: bool
+) -> None:
+    """Chromium keeps a singleton socket in `$TMPDIR/org.chromium.Chromium.*`, removed only
+    by a clean exit; the browser is SIGKILLed, so every run of this suite left 11 such
+    folders in /tmp. Its TMPDIR is now inside its profile, which goes with it; under a
+    TMPDIR too deep for the socket's path, a folder of its own removed beside it."""
+    import tempfile
+
+    from web_worker.browser import ChromiumProcess, sweep_stale
+
+    outer = Path(tempfile.mkdtemp(prefix="t", dir="/tmp"))  # short: the socket path fits
+    if deep:
+        outer = outer / ("d" * 60)
+        outer.mkdir()
+    try:
+        monkeypatch.setenv("TMPDIR", str(outer))
+        monkeypatch.setattr(tempfile, "tempdir", str(outer))
+        executable = find_chromium()
+        assert executable is not None
+        before = set(Path("/tmp").glob("telha-chromium-tmp-*"))
+        browser = ChromiumProcess(executable)
+        assert browser.alive
+        assert Path(browser.profile).parent == outer
+        assert Path(browser.scratch).parent == (Path("/tmp") if deep else Path(browser.profile))
+        assert sweep_stale(str(outer), "telha-chromium-") == 0  # alive: locked, kept
+        assert Path(browser.profile).is_dir()
+        browser.stop()
+        assert browser.process.poll() is not None
+        assert list(outer.iterdir()) == []
+        assert set(Path("/tmp").glob("telha-chromium-tmp-*")) == before
+    finally:
+        shutil.rmtree(outer if not deep else outer.parent, ignore_errors=True)

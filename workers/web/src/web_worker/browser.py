@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import os
 import resource
 import shutil
@@ -97,11 +98,81 @@ def _cpu_limit_argv() -> list[str]:
     return [tool, f"--cpu={shown}:{shown}", "--"]
 
 
+_SOCKET_TAIL = len("/org.chromium.Chromium.XXXXXX/SingletonSocket")
+_MAX_SOCKET_PATH = 107
+"""A Unix socket's path fits 108 bytes with its NUL: Chromium does not start past it."""
+_PROFILE_PREFIX = "telha-chromium-"
+_SCRATCH_PREFIX = "telha-chromium-tmp-"
+_LOCK = ".telha-lock"
+"""In each folder made for a browser, locked (flock) by its worker while the folder is in
+use: a folder whose lock nobody holds was left by a worker that was killed."""
+
+
+class _Claimed:
+    """A fresh folder under `parent`, named `prefix`..., locked by this process until
+    `release`. It is made and locked under a hidden name and renamed into place, so a
+    sweep never sees it unlocked."""
+
+    def __init__(self, prefix: str, parent: str | None) -> None:
+        staging = tempfile.mkdtemp(prefix=".claiming-", dir=parent)
+        self._lock = os.open(
+            os.path.join(staging, _LOCK), os.O_CREAT | os.O_RDWR | os.O_CLOEXEC, 0o600
+        )
+        fcntl.flock(self._lock, fcntl.LOCK_EX)
+        final = tempfile.mkdtemp(prefix=prefix, dir=parent)  # a free name, then taken
+        os.rename(staging, final)
+        self.path = final
+
+    def release(self) -> None:
+        _remove_tree(self.path)
+        with contextlib.suppress(OSError):
+            os.close(self._lock)
+
+
+def sweep_stale(parent: str, prefix: str) -> int:
+    """Removes the folders under `parent` named `prefix`... whose lock nobody holds (their
+    worker was SIGKILLed before it could remove them); returns how many."""
+    removed = 0
+    for entry in sorted(Path(parent).glob(prefix + "*")):
+        try:
+            fd = os.open(entry / _LOCK, os.O_RDWR | os.O_CLOEXEC)
+        except OSError:  # not one of ours, or from before the locks
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:  # held: its worker is alive
+            os.close(fd)
+            continue
+        _remove_tree(str(entry))
+        os.close(fd)
+        removed += 1
+    return removed
+
+
+def _scratch_dir(profile: _Claimed) -> _Claimed | None:
+    """Chromium's TMPDIR, None for inside the profile. Chromium keeps its singleton socket
+    in a folder of its own under TMPDIR, which only a clean exit removes; the browser is
+    SIGKILLed (stop), so the folder goes inside the profile and is removed with it, unless
+    the socket's path would then be too long (a deep TMPDIR, such as a worker's under the
+    core's data dir): then a locked folder of its own under /tmp, removed beside it."""
+    inside = os.path.join(profile.path, "tmp")
+    if len(inside.encode()) + _SOCKET_TAIL <= _MAX_SOCKET_PATH:
+        os.mkdir(inside, 0o700)
+        return None
+    sweep_stale("/tmp", _SCRATCH_PREFIX)
+    return _Claimed(_SCRATCH_PREFIX, "/tmp")
+
+
 class ChromiumProcess:
     """One Chromium child in the worker's process group, with its CDP endpoint."""
 
     def __init__(self, executable: str) -> None:
-        self.profile = tempfile.mkdtemp(prefix="telha-chromium-")
+        sweep_stale(tempfile.gettempdir(), _PROFILE_PREFIX)
+        self._profile = _Claimed(_PROFILE_PREFIX, None)
+        self.profile = self._profile.path
+        self._scratch = _scratch_dir(self._profile)
+        inside = os.path.join(self.profile, "tmp")
+        self.scratch = inside if self._scratch is None else self._scratch.path
         argv = [
             *_cpu_limit_argv(),
             *_pdeathsig_argv(),
@@ -111,6 +182,7 @@ class ChromiumProcess:
         ]
         self.process = subprocess.Popen(
             [*argv, "about:blank"],
+            env={**os.environ, "TMPDIR": self.scratch},
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -140,7 +212,19 @@ class ChromiumProcess:
             self.process.send_signal(signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(timeout=10)
-        shutil.rmtree(self.profile, ignore_errors=True)
+        self._profile.release()
+        if self._scratch is not None:
+            self._scratch.release()
+
+
+def _remove_tree(path: str) -> None:
+    """Removes a folder the browser wrote in: its renderers outlive it by a moment and may
+    still add a file while it is removed, so a second try follows a short wait."""
+    for _ in range(20):
+        shutil.rmtree(path, ignore_errors=True)
+        if not os.path.lexists(path):
+            return
+        time.sleep(0.05)
 
 
 class Renderer:

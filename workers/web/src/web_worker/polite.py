@@ -1,6 +1,7 @@
 """Politeness across the pool's workers: one fetch at a time per host, and a minimum interval.
 
 The state lives in a directory every worker of the pool shares (`WEB_STATE_DIR`, default
+the pool's shared folder under the core's data dir, `TELHA_POOL_TMP`, else
 `<tmp>/telha-web-<uid>`): per host a file holding, under an exclusive `flock`, the time the
 last fetch ended and a "not before" time set by a `Retry-After`. Why there:
 
@@ -30,15 +31,21 @@ from workers_common import FetchFailed
 __all__ = ["STATE_DIR_ENV", "HostSlots", "default_state_dir"]
 
 STATE_DIR_ENV = "WEB_STATE_DIR"
+POOL_TMP_ENV = "TELHA_POOL_TMP"
 _POLL_S = 0.05
 _FIRST_POLL_S = 0.002
 _MAX_NOT_BEFORE_S = 3600.0
 
 
 def default_state_dir() -> Path:
+    """`WEB_STATE_DIR`; else the pool's shared folder the core gives its workers
+    (`TELHA_POOL_TMP`: each worker's TMPDIR is its own); else `<tmp>/telha-web-<uid>`."""
     configured = os.environ.get(STATE_DIR_ENV)
     if configured:
         return Path(configured)
+    pool = os.environ.get(POOL_TMP_ENV)
+    if pool:
+        return Path(pool) / "web-hosts"
     return Path(tempfile.gettempdir()) / f"telha-web-{os.getuid()}"
 
 
