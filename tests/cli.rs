@@ -226,10 +226,17 @@ async fn ingest_of_a_folder_submits_every_file_under_it_once() {
     std::fs::write(root.join("blob.weird"), "?").unwrap();
     std::fs::write(root.join(".hidden.txt"), "no").unwrap();
     std::fs::write(root.join(".git/config.txt"), "no").unwrap();
+    // Passed over and said so, never read: a link (it could lead out of the folder or
+    // round in a loop) and a FIFO (reading it would block).
+    std::os::unix::fs::symlink(root.join("note-001.txt"), root.join("b/link.txt")).unwrap();
+    let fifo = std::ffi::CString::new(root.join("pipe.txt").display().to_string()).unwrap();
+    // SAFETY: mkfifo(3) with a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
 
     let out = s.cli(&["ingest", "--json", path_str(&root)]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stderr(&out).contains("skipped 1 file(s)"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("passed over 1 symbolic link(s) not followed; 1 FIFO(s), socket(s) or device(s) not read"), "{}", stderr(&out));
     let jobs: Vec<serde_json::Value> = serde_json::from_str(&stdout(&out)).expect("a JSON array");
     assert_eq!(jobs.len(), 301);
     let names: Vec<&str> = jobs.iter().map(|j| j["name"].as_str().unwrap()).collect();
@@ -250,7 +257,12 @@ async fn ingest_of_a_folder_submits_every_file_under_it_once() {
                 if name.starts_with('.') || name.ends_with(".weird") {
                     continue;
                 }
-                if e.file_type().unwrap().is_dir() { walk(&e.path(), out) } else { out.push(std::fs::canonicalize(e.path()).unwrap().display().to_string()) }
+                let kind = e.file_type().unwrap();
+                if kind.is_dir() {
+                    walk(&e.path(), out)
+                } else if kind.is_file() {
+                    out.push(std::fs::canonicalize(e.path()).unwrap().display().to_string())
+                }
             }
         }
         let mut out = Vec::new();

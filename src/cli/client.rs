@@ -194,7 +194,12 @@ pub(super) fn plan_inputs(g: &Global, inputs: &[String], format: Option<&String>
             // is named by its canonical path already (one canonicalize per folder).
             let root = std::fs::canonicalize(&path).map_err(|e| anyhow!("{input}: {e}"))?;
             let mut files = Vec::new();
-            walk(&root, &mut files).map_err(|e| anyhow!("{input}: {e}"))?;
+            let mut passed = Passed::default();
+            std::fs::read_dir(&root).map_err(|e| anyhow!("{input}: {e}"))?;
+            walk(&root, &mut files, &mut passed);
+            if let Some(said) = passed.summary() {
+                eprintln!("telha: {input}: {said}");
+            }
             let mut skipped: BTreeMap<String, usize> = BTreeMap::new();
             for file in files {
                 match format.cloned().or_else(|| format_for_path(&file).map(str::to_string)) {
@@ -252,23 +257,73 @@ fn absolute(path: &Path) -> String {
     std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf()).display().to_string()
 }
 
+/// What a folder walk passed over besides hidden entries, said on stderr: nothing of it
+/// is ingested, and nothing of it stops the rest.
+#[derive(Default)]
+struct Passed {
+    /// Symbolic links: not followed (a link loop cannot make the walk endless, and a link
+    /// cannot take the walk out of the folder named).
+    links: usize,
+    /// FIFOs, sockets, devices: reading one could block or never end.
+    special: usize,
+    /// Folders (or entries) that could not be read, with the first one's error.
+    unreadable: usize,
+    first_unreadable: Option<String>,
+}
+
+impl Passed {
+    fn unreadable(&mut self, path: &Path, e: &std::io::Error) {
+        self.unreadable += 1;
+        self.first_unreadable.get_or_insert_with(|| format!("{}: {e}", path.display()));
+    }
+
+    fn summary(&self) -> Option<String> {
+        let mut parts = Vec::new();
+        if self.links > 0 {
+            parts.push(format!("{} symbolic link(s) not followed", self.links));
+        }
+        if self.special > 0 {
+            parts.push(format!("{} FIFO(s), socket(s) or device(s) not read", self.special));
+        }
+        if let Some(first) = &self.first_unreadable {
+            parts.push(format!("{} unreadable (the first: {first})", self.unreadable));
+        }
+        (!parts.is_empty()).then(|| format!("passed over {}", parts.join("; ")))
+    }
+}
+
 /// The regular files under `dir`, sorted, skipping hidden entries; symbolic links are
-/// not followed (a link loop cannot make the walk endless).
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
-    let mut entries: Vec<std::fs::DirEntry> = std::fs::read_dir(dir)?.collect::<std::io::Result<_>>()?;
+/// not followed and special files not read (counted in `passed`, as is a subfolder that
+/// cannot be read: the rest of the walk goes on).
+fn walk(dir: &Path, out: &mut Vec<PathBuf>, passed: &mut Passed) {
+    let mut entries: Vec<std::fs::DirEntry> = Vec::new();
+    match std::fs::read_dir(dir) {
+        Ok(listing) => {
+            for entry in listing {
+                match entry {
+                    Ok(entry) => entries.push(entry),
+                    Err(e) => passed.unreadable(dir, &e),
+                }
+            }
+        }
+        Err(e) => {
+            passed.unreadable(dir, &e);
+            return;
+        }
+    }
     entries.sort_by_key(std::fs::DirEntry::file_name);
     for entry in entries {
         if entry.file_name().to_string_lossy().starts_with('.') {
             continue;
         }
-        let kind = entry.file_type()?;
-        if kind.is_dir() {
-            walk(&entry.path(), out)?;
-        } else if kind.is_file() {
-            out.push(entry.path());
+        match entry.file_type() {
+            Ok(kind) if kind.is_dir() => walk(&entry.path(), out, passed),
+            Ok(kind) if kind.is_file() => out.push(entry.path()),
+            Ok(kind) if kind.is_symlink() => passed.links += 1,
+            Ok(_) => passed.special += 1,
+            Err(e) => passed.unreadable(&entry.path(), &e),
         }
     }
-    Ok(())
 }
 
 /// What one `ingest` or `run` submits: each input's header and file, in input order.
