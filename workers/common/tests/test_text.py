@@ -150,3 +150,13 @@ def test_a_code_page_that_reads_as_windows_1252_is_named_so() -> None:
     text = "Name;Straße;Größe\nJürgen Müller;Hauptstraße 5;1,82\nGünther Weiß;Bahnhof 7;1,75\n"
     decoded = decode_text(text.encode("cp1252"))
     assert (decoded.text, decoded.encoding) == (text, "cp1252")
+
+
+def test_a_japanese_guess_of_half_width_katakana_is_taken_back() -> None:
+    """charset-normalizer reads this short KOI8-R sentence as Shift_JIS 2004: its Cyrillic
+    bytes are half-width katakana there, which real Japanese text hardly uses."""
+    text = "Здравствуйте, коллеги! Отчёт за прошлый месяц во вложении."
+    decoded = decode_text(text.encode("koi8_r"))
+    assert (decoded.text, decoded.encoding) == (text, "koi8-r")
+    japanese = "ｶﾀｶﾅの見出しと本文です。半角カナも少し混ざっています。"
+    assert decode_text(japanese.encode("cp932")).text == japanese  # some is fine

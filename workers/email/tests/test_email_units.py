@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 from datetime import UTC, date, datetime, timedelta, timezone
 
 import pytest
@@ -95,6 +96,38 @@ def test_decode_bytes_repairs_lying_charsets() -> None:
     assert decode_bytes(b"\x81\x8d", "utf-8") == ("\x81\x8d", "charset:utf-8->latin-1")
     assert decode_bytes("Grüße".encode("latin-1"), "ISO-8859-1") == ("Grüße", None)
     assert decode_bytes(b"plain", None) == ("plain", None)
+
+
+@pytest.mark.parametrize("declared", [None, "us-ascii", "x-made-up"])
+@pytest.mark.parametrize(
+    ("text", "encoding"),
+    [
+        (
+            "Здравствуйте, коллеги! Отчёт за прошлый месяц во вложении. Проверьте цифры.",
+            "cp1251",
+        ),
+        ("Здравствуйте, коллеги! Отчёт за прошлый месяц во вложении.", "koi8_r"),
+        (
+            "いつもお世話になっております。先月の売上報告書を添付いたしましたので、"
+            "ご確認のほどよろしくお願い申し上げます。",
+            "cp932",
+        ),
+    ],
+)
+def test_undeclared_or_lying_legacy_text_is_detected_not_read_as_1252(
+    text: str, encoding: str, declared: str | None
+) -> None:
+    """Old mail without a charset (or with a wrong one): these came out as Windows-1252
+    mojibake ("Çäðàâñòâóéòå"); the encoding is now detected when there are enough 8-bit
+    bytes to tell, and the repair is recorded."""
+    decoded, defect = decode_bytes(text.encode(encoding), declared)
+    used = codecs.lookup(encoding).name
+    assert (decoded, defect) == (text, f"charset:{declared or 'none'}->{used}")
+
+
+def test_a_few_8bit_bytes_stay_windows_1252_without_a_defect() -> None:
+    """A header's few smuggled bytes are too few to tell code pages apart."""
+    assert decode_bytes("Grüße".encode("cp1252"), None) == ("Grüße", None)
 
 
 def test_decode_bytes_replaces_only_the_bad_bytes_of_a_declared_charset() -> None:

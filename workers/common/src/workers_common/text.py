@@ -82,6 +82,12 @@ _ISO2022 = (
 _STRICT_FALLBACK = ("cp949", "cp932", "big5hkscs", "johab", "gb18030")
 """Tried in turn, strictly, when charset-normalizer finds nothing: the double-byte code
 pages, whose pairs reject stray bytes (GB 18030 last: its four-byte forms accept most)."""
+_JAPANESE_LABELS = frozenset(
+    {"cp932", "shift_jis", "shift_jis_2004", "shift_jisx0213", "euc_jp", "euc_jis_2004"}
+    | {"euc_jisx0213"}
+)
+"""charset-normalizer's names of the Japanese double-byte code pages."""
+_JAPANESE = frozenset(codecs.lookup(name).name for name in _JAPANESE_LABELS)
 _TIE = 0.05
 """How much more chaotic (charset-normalizer's measure) than the least a candidate may be
 and still be weighed by its coherence."""
@@ -170,11 +176,30 @@ def guess_encoding(data: bytes) -> str | None:
     bench/encoding_check.py on translations from /usr/share/locale (29 languages, 1,167
     samples of 150 to 8,000 characters in their legacy code pages): 87-90 % decoded
     exactly, against 73-77 % when windows-1252 won every near tie (Czech, Hungarian,
-    Turkish and Lithuanian all read as it)."""
+    Turkish and Lithuanian all read as it).
+
+    A Japanese guess that reads the bytes as mostly half-width katakana (rare in real
+    Japanese text, where kana are full-width) is taken back and the guess made again
+    without the Japanese code pages: a short KOI8-R text is exactly that in Shift_JIS."""
     prefix = data[:DETECTION_PREFIX]
     matches = list(from_bytes(prefix))
     if not matches:
         return _strict_fallback(prefix, complete=len(prefix) == len(data))
+    name = _pick(prefix, matches)
+    if name in _JAPANESE and _mostly_halfwidth_kana(prefix, name):
+        others = list(from_bytes(prefix, cp_exclusion=sorted(_JAPANESE_LABELS)))
+        return (_pick(prefix, others) if others else None) or name
+    return name
+
+
+def _mostly_halfwidth_kana(prefix: bytes, name: str) -> bool:
+    text = prefix.decode(name, errors="ignore")
+    others = [c for c in text if not c.isascii()]
+    return sum("\uff61" <= c <= "\uff9f" for c in others) * 2 > len(others)
+
+
+def _pick(prefix: bytes, matches: list[CharsetMatch]) -> str | None:
+    """The candidate `guess_encoding` takes among charset-normalizer's `matches`."""
     least = min(match.chaos for match in matches)
 
     def weighed(tie: float) -> tuple[list[CharsetMatch], float]:

@@ -18,10 +18,14 @@ MESSAGE records that its text was not read as declared:
    quarter of the non-ASCII bytes): a Cyrillic or Chinese body with one broken byte stays
    Cyrillic or Chinese. Defect `charset:<declared>:replaced:<n>` (or
    `charset:<declared>-><superset>:replaced:<n>`).
-4. Else (it fails badly, or is unknown, or is us-ascii with 8-bit bytes): UTF-8, then
-   Windows-1252 (which maps every byte but five), then Latin-1 (which maps every byte).
-   Defect `charset:<declared>-><used>`; none when nothing was declared, since a plain
-   UTF-8 or 1252 body without a declaration is common enough not to be called a defect.
+4. Else (it fails badly, or is unknown, or is us-ascii with 8-bit bytes): UTF-8; then,
+   for text with enough 8-bit bytes to tell (`_DETECT_MIN` or more), the encoding
+   workers_common.text detects, when it decodes them without error (a Russian body in
+   Windows-1251 under no charset or a us-ascii label came out as Windows-1252 mojibake);
+   then Windows-1252 (which maps every byte but five), then Latin-1 (which maps every
+   byte). Defect `charset:<declared>-><used>`; none when nothing was declared, since a
+   plain UTF-8 or 1252 body without a declaration is common enough not to be called a
+   defect (a detected other encoding is: `charset:none-><used>`).
 """
 
 from __future__ import annotations
@@ -29,6 +33,8 @@ from __future__ import annotations
 import codecs
 import re
 import threading
+
+from workers_common.text import legacy_encoding
 
 __all__ = ["clean_text", "decode_bytes"]
 
@@ -60,6 +66,9 @@ _SUPERSETS = {
 }
 _C1 = re.compile(rb"[\x80-\x9f]")
 _ASCII = bytes(range(128))
+_DETECT_MIN = 16
+"""8-bit bytes a text needs before its encoding is detected (a header's few are not enough
+to tell one code page from another: Windows-1252 reads them)."""
 _BAD_SHARE = 0.25
 """Replacing is right while bad sequences are at most this share of the non-ASCII bytes."""
 
@@ -137,16 +146,33 @@ def decode_bytes(data: bytes, declared: str | None) -> tuple[str, str | None]:
 
 
 def _fallback(data: bytes, declared: str | None, codec: str | None) -> tuple[str, str | None]:
-    for fallback in _FALLBACKS:
+    undeclared = declared is None or (codec is None and not declared.strip())
+    for fallback in _candidates(data):
         try:
             text = data.decode(fallback)
         except UnicodeDecodeError:
             continue
-        if declared is None or (codec is None and not declared.strip()):
+        if undeclared and fallback in _FALLBACKS:
             return text, None
         return text, f"charset:{_label(declared)}->{fallback}"
     # cp1252 leaves 0x81 0x8d 0x8f 0x90 0x9d undefined; latin-1 maps every byte.
     return data.decode("latin-1"), f"charset:{_label(declared)}->latin-1"
+
+
+def _candidates(data: bytes) -> tuple[str, ...]:
+    """UTF-8, then the detected encoding (when there are enough 8-bit bytes to tell and
+    they are not UTF-8), then Windows-1252."""
+    if len(data.translate(None, _ASCII)) < _DETECT_MIN:
+        return _FALLBACKS
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        detected = legacy_encoding(data)
+    else:
+        return _FALLBACKS
+    if detected is None or detected in _FALLBACKS or detected.startswith(("utf-16", "utf-32")):
+        return _FALLBACKS
+    return ("utf-8", detected, "cp1252")
 
 
 def _label(declared: str | None) -> str:
