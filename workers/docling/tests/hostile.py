@@ -394,7 +394,8 @@ HOSTILE: dict[str, tuple[str, Callable[[], bytes], str]] = {
         "ok",
     ),
     "latex-recursive-macros": ("latex", latex_recursive_macros, "ok"),
-    "latex-binary-garbage": ("latex", lambda: bytes(range(256)) * 64, "ok"),
+    # NULs: binary data, not text in any encoding (as in the text pool).
+    "latex-binary-garbage": ("latex", lambda: bytes(range(256)) * 64, "invalid_input"),
     # 50 MB of text is over the 32 MiB of canonical text one submission may carry.
     "html-50mb-one-line": ("html", lambda: html_one_line(50 * 1024 * 1024), "too_large"),
     "html-nested-100000": ("html", lambda: html_deep(100_000), "unsupported"),

@@ -4,6 +4,7 @@ document converts in the same process right after it (nothing is left broken).""
 
 from __future__ import annotations
 
+import codecs
 import io
 import json
 import zipfile
@@ -228,3 +229,66 @@ def test_json_lines_are_an_array_of_their_values(tmp_path: Path) -> None:
     assert sub["canonicalText"] == whole["canonicalText"]
     with pytest.raises(InvalidInput, match="Extra data"):
         _project(tmp_path, "two.json", b'{"a": 1} {"b": 2}\n', "docling")
+
+
+@pytest.mark.parametrize(
+    ("name", "lines", "encoding", "fmt"),
+    [
+        (
+            "ru.md",
+            (
+                "# Отчёт",
+                "",
+                "Здравствуйте, коллеги! Отчёт за прошлый месяц во вложении.",
+                "Пожалуйста, проверьте цифры и сообщите замечания.",
+            ),
+            "cp1251",
+            "md",
+        ),
+        (
+            "ja.md",
+            (
+                "# 報告書",
+                "",
+                "いつもお世話になっております。先月の売上報告書を添付いたしましたので、"
+                "ご確認のほどよろしくお願い申し上げます。",
+            ),
+            "cp932",
+            "md",
+        ),
+        (
+            "notes.tex",
+            (
+                "\\section{Résumé}",
+                "Les élèves ont étudié à la bibliothèque pendant des années.",
+            ),
+            "cp1252",
+            "latex",
+        ),
+    ],
+)
+def test_text_sources_in_legacy_encodings_are_decoded_not_mojibake(
+    tmp_path: Path, name: str, lines: tuple[str, ...], encoding: str, fmt: str
+) -> None:
+    """docling reads Markdown as UTF-8, else Windows-1252: the Russian file came out as
+    Windows-1252 mojibake, the Japanese one was invalid_input. They are decoded as the
+    text pool decodes undeclared text, and the DOCUMENT says how."""
+    text = "\n".join(lines) + "\n"
+    body = _project(tmp_path, name, text.encode(encoding), fmt)
+    canonical = body["canonicalText"]
+    assert isinstance(canonical, str)
+    assert lines[-1][:20] in canonical
+    nodes = body["nodes"]
+    assert isinstance(nodes, list)
+    [document] = [n for n in nodes if "DOCUMENT" in n["labels"]]
+    props = document["properties"]
+    used = codecs.lookup(encoding).name
+    assert (props["encoding"], props["encoding_source"]) == (used, "detected")
+
+
+def test_utf8_text_sources_say_nothing_of_their_encoding(tmp_path: Path) -> None:
+    body = _project(tmp_path, "plain.md", "# Título\n\nTexto en UTF-8.\n".encode(), "md")
+    nodes = body["nodes"]
+    assert isinstance(nodes, list)
+    [document] = [n for n in nodes if "DOCUMENT" in n["labels"]]
+    assert "encoding" not in document["properties"]

@@ -23,9 +23,11 @@ Job options (all optional):
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from workers_common import Handler, IngestionResultBuilder, Job, TooLarge
+from workers_common.text import DecodedText, decode_text
 
 from .guards import DEFAULT_MAX_DEPTH, DEFAULT_MAX_ELEMENTS, check_html, check_markdown
 from .model import Converted
@@ -95,6 +97,9 @@ def convert(data: bytes, fmt: str, options: Mapping[str, Any], name: str = "") -
 
         json_elements = _int_option(options, "max_elements", JSON_ELEMENTS)
         return load_docling_json(data, name=name, max_elements=json_elements)
+    decoded = None
+    if fmt in TEXT_FORMATS:
+        data, decoded = _as_utf8(data)
     elements = _int_option(options, "max_elements", DEFAULT_MAX_ELEMENTS)
     if fmt == "html":
         depth = _int_option(options, "max_depth", DEFAULT_MAX_DEPTH)
@@ -104,7 +109,32 @@ def convert(data: bytes, fmt: str, options: Mapping[str, Any], name: str = "") -
 
     from .convert import convert_declarative
 
-    return convert_declarative(data, fmt)
+    converted = convert_declarative(data, fmt)
+    if decoded is not None:
+        converted.meta = replace(
+            converted.meta,
+            encoding=decoded.encoding,
+            encoding_source=decoded.source,
+            replaced_bytes=decoded.replaced,
+        )
+    return converted
+
+
+TEXT_FORMATS = ("md", "latex")
+"""Plain-text sources docling reads as UTF-8, else Windows-1252 (Markdown), which turned a
+Windows-1251 file into mojibake and refused a Shift_JIS one: decoded here first."""
+
+
+def _as_utf8(data: bytes) -> tuple[bytes, DecodedText | None]:
+    """`data` as UTF-8: as it is when it is UTF-8 already, else decoded as the text pool
+    decodes undeclared text (byte-order mark, ISO-2022 escapes, detection; binary data is
+    invalid_input) and encoded again, with how it was decoded."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        decoded = decode_text(data)
+        return decoded.text.encode("utf-8"), decoded
+    return data, None
 
 
 def handle(job: Job) -> bytes:

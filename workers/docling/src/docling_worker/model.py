@@ -22,6 +22,11 @@ class SourceMeta:
     modified: datetime | None = None
     language: str | None = None
     page_count: int | None = None
+    encoding: str | None = None
+    """How a text source that was not UTF-8 was decoded (workers_common.text), with
+    `encoding_source` (`bom`, `escapes`, `detected`) and the bytes it had to replace."""
+    encoding_source: str | None = None
+    replaced_bytes: int = 0
 
 
 @dataclass(slots=True)

@@ -187,6 +187,11 @@ def _document_properties(converted: Converted, name: str, source_format: str) ->
         props["created"] = meta.created.isoformat()
     if meta.modified is not None:
         props["modified"] = meta.modified.isoformat()
+    if meta.encoding is not None:
+        props["encoding"] = meta.encoding
+        props["encoding_source"] = meta.encoding_source
+    if meta.replaced_bytes:
+        props["replaced_bytes"] = meta.replaced_bytes
     return props
 
 
