@@ -250,6 +250,41 @@ def test_legacy_encodings_are_read_as_written(tmp_path: Path, text: str, encodin
     ]
 
 
+def test_decimal_commas_make_a_float_column_where_commas_do_not_separate(
+    tmp_path: Path,
+) -> None:
+    """A spreadsheet in most of Europe exports `;`-separated text with decimal commas:
+    those columns were strings ("1.234,56"). A cell that is not a number stays dirty."""
+    text = (
+        "Artikel;Betrag;Menge;Kunde;PLZ\n"
+        "Stuhl;1.234,56;3;Müller;08123\n"
+        "Tisch;-7,5;2;Schmidt;01067\n"
+        "Lampe;12;1;Weiß;10115\n"
+        "Regal;1 250,00;4;Koch;20095\n"
+        + "".join(f"Teil {i};{i},{i:02d};{i};K{i};{10000 + i}\n" for i in range(6))
+        + "Sonder;n. a.;1;Lange;30159\n"
+    )
+    [sub] = _run(tmp_path, Fixture("preise.csv", text.encode("cp1252")))
+    columns = {c["properties"]["name"]: c["properties"] for c in _nodes([sub], "COLUMN")}
+    betrag = columns["Betrag"]
+    assert (betrag["type"], betrag["decimal_separator"], betrag["dirty_count"]) == ("float", ",", 1)
+    assert columns["Menge"]["type"] == "integer"
+    assert "decimal_separator" not in columns["Menge"]
+    assert columns["PLZ"]["type"] == "string"  # leading zeros: codes, not numbers
+    rows = [r["properties"] for r in _nodes([sub], "ROW")]
+    assert [r["Betrag"] for r in rows[:4]] == [1234.56, -7.5, 12.0, 1250.0]
+    assert rows[-1]["Betrag"] == "n. a."  # dirty: its raw text
+    assert "1.234,56" in sub["canonicalText"]  # the canonical text keeps every cell verbatim
+
+
+def test_a_comma_separated_table_never_reads_a_comma_as_a_decimal_point(tmp_path: Path) -> None:
+    text = 'name,amount\nA,"1,5"\nB,"2,25"\nC,"3,0"\n'
+    [sub] = _run(tmp_path, Fixture("amounts.csv", text.encode()))
+    columns = {c["properties"]["name"]: c["properties"] for c in _nodes([sub], "COLUMN")}
+    assert columns["amount"]["type"] == "string"
+    assert [r["properties"]["amount"] for r in _nodes([sub], "ROW")] == ["1,5", "2,25", "3,0"]
+
+
 def test_ragged_rows_keep_extra_fields(tmp_path: Path) -> None:
     [sub] = _run(tmp_path, CORPUS["ragged"])
     table = _nodes([sub], "TABLE")[0]["properties"]

@@ -7,7 +7,12 @@ the 64-bit range (2026-02-30, 99999999999999999999) is then dirty like any other
 A column with any cell that has a leading zero (`08123`, `-007`, `00.5`: codes, zip
 codes, account numbers) is not numeric at all, neither integer nor float, however many
 of its other cells are numbers: reading `08123` as 8123.0 would lose what it says.
-`nan`/`inf` do not count as floats. A non-empty cell that does not parse as its
+`nan`/`inf` do not count as floats. In a table not separated by commas (`;`, tab, `|`:
+what a spreadsheet in most of Europe exports), a column that is not otherwise numeric
+whose cells are at least 90 % decimal-comma numbers (`1,5`, `-0,25`, `1.234,56`,
+`1 234,5`), one of them with the comma, is a float column read that way
+(`decimal_comma`); a comma-separated table cannot hold such cells unquoted, so there the
+comma is never read as a decimal point. A non-empty cell that does not parse as its
 column's type is *dirty*: counted per type in `stats.dirty_counts`, kept as its raw text in
 the ROW's properties and, as every cell, verbatim in the canonical text.
 
@@ -23,6 +28,8 @@ import polars as pl
 from .dates import DATE_PATTERN
 
 __all__ = [
+    "DECIMAL_COMMA",
+    "DECIMAL_COMMA_NUMBER",
     "DURATION_PATTERN",
     "INFERENCE_SHARE",
     "INFERRED_ORDER",
@@ -43,6 +50,12 @@ LEADING_ZERO = r"^[+-]?0[0-9]"
 NUMERIC = frozenset({"integer", "float"})
 """The inferred types a leading zero rules out."""
 _FLOAT = r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$"
+_GROUPS = "[. \u00a0\u202f]"
+"""What groups a decimal-comma number's thousands: a point, a space, a (narrow) no-break space."""
+DECIMAL_COMMA_NUMBER = rf"^[+-]?([0-9]{{1,3}}({_GROUPS}[0-9]{{3}})+|[0-9]+)(,[0-9]+)?$"
+"""A number as decimal-comma locales write it (the comma part optional: `12` fits)."""
+DECIMAL_COMMA = rf"^[+-]?([0-9]{{1,3}}({_GROUPS}[0-9]{{3}})+|[0-9]+),[0-9]+$"
+"""One with its decimal comma."""
 _DATETIME = r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})?$"
 # ISO 8601 durations as spreadsheets mean them (P10DT15H10M10S, PT0.5S, P3D): days and a
 # time; no years or months, whose length varies. Written without look-ahead (polars' regex
@@ -113,8 +126,13 @@ def parse_datetime(cell: pl.Expr) -> pl.Expr:
     return pl.coalesce(readings)
 
 
-def typed_value(cell: pl.Expr, kind: ColumnType) -> pl.Expr:
-    """The typed value of a stripped String cell, or null where it does not parse."""
+def typed_value(cell: pl.Expr, kind: ColumnType, *, decimal_comma: bool = False) -> pl.Expr:
+    """The typed value of a stripped String cell, or null where it does not parse
+    (`decimal_comma`: a float column written `1.234,56`)."""
+    if kind is ColumnType.FLOAT and decimal_comma:
+        plain = cell.str.replace_all(_GROUPS, "").str.replace(",", ".", literal=True)
+        value = plain.cast(pl.Float64, strict=False)
+        return pl.when(cell.str.contains(DECIMAL_COMMA_NUMBER) & value.is_finite()).then(value)
     if kind is ColumnType.BOOLEAN:
         lower = cell.str.to_lowercase()
         return pl.when(lower == "true").then(True).when(lower == "false").then(False)

@@ -22,6 +22,8 @@ from typing import Any
 import polars as pl
 
 from .celltypes import (
+    DECIMAL_COMMA,
+    DECIMAL_COMMA_NUMBER,
     INFERENCE_SHARE,
     INFERRED_ORDER,
     LEADING_ZERO,
@@ -53,6 +55,8 @@ class ColumnProfile:
     day_first_votes: int = 0
     month_first_votes: int = 0
     ambiguous_cells: int = 0
+    decimal_comma: bool = False
+    """A float column written with a decimal comma (`1.234,56`): see celltypes.py."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +119,8 @@ def profile_table(source: TableSource, textual: bool) -> TableProfile:
     schema = source.frame.collect_schema()
     width = len(names)
     spare = [c for c in schema.names() if int(c[1:]) >= width]
-    first = _pass_one(source, schema, width, spare, textual)
+    commas = _decimal_commas(source)
+    first = _pass_one(source, schema, width, spare, textual, commas)
     blank = int(first["blank"]) if textual else 0
     rows = int(first["rows"]) - blank
     kinds = [_pick_type(positional(i), schema[positional(i)], first) for i in range(width)]
@@ -144,8 +149,20 @@ def _summed(source: TableSource, query: Callable[[pl.LazyFrame], pl.LazyFrame]) 
     return totals
 
 
+def _decimal_commas(source: TableSource) -> bool:
+    """Whether a comma in a cell may be a decimal point: in a text table whose fields are
+    not separated by commas (celltypes.py)."""
+    delimiter = source.facts.get("delimiter")
+    return isinstance(delimiter, str) and delimiter != ","
+
+
 def _pass_one(
-    source: TableSource, schema: pl.Schema, width: int, spare: list[str], textual: bool
+    source: TableSource,
+    schema: pl.Schema,
+    width: int,
+    spare: list[str],
+    textual: bool,
+    commas: bool,
 ) -> dict[str, Any]:
     # The rules look at a cell stripped: stripped once, in its own step (`c3:cell`), rather
     # than once per rule (the optimizer does not share it: twice the time). Spare columns
@@ -165,7 +182,7 @@ def _pass_one(
         aggregates.append((~pl.any_horizontal(filled)).sum().alias("blank"))
     for column in columns:
         if column not in known:
-            aggregates += _column_counts(column, schema[column], column in stripped)
+            aggregates += _column_counts(column, schema[column], column in stripped, commas)
     first = _summed(source, lambda frame: frame.with_columns(steps).select(aggregates))
     for index, counts in source.known.items():
         if index < width:
@@ -173,16 +190,17 @@ def _pass_one(
     return first
 
 
-def _column_counts(column: str, dtype: pl.DataType, stripped: bool) -> list[pl.Expr]:
+def _column_counts(column: str, dtype: pl.DataType, stripped: bool, commas: bool) -> list[pl.Expr]:
     """Pass one's counts of a column: nulls (and non-finite floats) for a native dtype;
-    else the non-empty cells, those with a leading zero, and each type's pattern matches."""
+    else the non-empty cells, those with a leading zero, and each type's pattern matches
+    (with `commas`, also the decimal-comma numbers and those written with the comma)."""
     if not stripped:
         counts = [pl.col(column).is_null().sum().alias(f"{column}:nulls")]
         if dtype.is_float():
             counts.append((~pl.col(column).is_finite()).sum().alias(f"{column}:dirty"))
         return counts
     cell = pl.col(f"{column}:cell")
-    return [
+    counts = [
         (cell != "").sum().alias(f"{column}:present"),
         cell.str.contains(LEADING_ZERO).sum().alias(f"{column}:zeros"),
         *(
@@ -190,6 +208,12 @@ def _column_counts(column: str, dtype: pl.DataType, stripped: bool) -> list[pl.E
             for kind in INFERRED_ORDER
         ),
     ]
+    if commas:
+        counts += [
+            cell.str.contains(DECIMAL_COMMA_NUMBER).sum().alias(f"{column}:comma_numbers"),
+            cell.str.contains(DECIMAL_COMMA).sum().alias(f"{column}:comma_decimals"),
+        ]
+    return counts
 
 
 def _filled_cell(column: str, stripped: list[str], known: set[str]) -> pl.Expr:
@@ -201,10 +225,14 @@ def _filled_cell(column: str, stripped: list[str], known: set[str]) -> pl.Expr:
     return _filled([column])
 
 
-def _pick_type(column: str, dtype: pl.DataType, first: dict[str, Any]) -> tuple[ColumnType, float]:
+_Kind = tuple[ColumnType, float, bool]
+"""A column's type, the share of its cells that fit it, and whether it is decimal-comma."""
+
+
+def _pick_type(column: str, dtype: pl.DataType, first: dict[str, Any]) -> _Kind:
     native = native_type(dtype)
     if native is not None:
-        return native, 1.0
+        return native, 1.0, False
     present = int(first[f"{column}:present"] or 0)
     coded = bool(first[f"{column}:zeros"])  # leading zeros: codes, not numbers
     for kind in INFERRED_ORDER:
@@ -212,17 +240,21 @@ def _pick_type(column: str, dtype: pl.DataType, first: dict[str, Any]) -> tuple[
             continue
         share = int(first[f"{column}:{kind.value}"] or 0) / present if present else 0.0
         if present and share >= INFERENCE_SHARE:
-            return kind, round(share, 4)
-    return ColumnType.STRING, 1.0
+            return kind, round(share, 4), False
+        if kind is ColumnType.FLOAT and not coded and first.get(f"{column}:comma_decimals"):
+            commas = int(first[f"{column}:comma_numbers"] or 0) / present
+            if commas >= INFERENCE_SHARE:
+                return ColumnType.FLOAT, round(commas, 4), True
+    return ColumnType.STRING, 1.0, False
 
 
-def _pass_two(source: TableSource, kinds: list[tuple[ColumnType, float]]) -> dict[str, Any]:
+def _pass_two(source: TableSource, kinds: list[_Kind]) -> dict[str, Any]:
     stripped: list[str] = []
     dates: list[str] = []
     aggregates: list[pl.Expr] = []
     schema = source.frame.collect_schema()
     known: dict[str, Any] = {}
-    for index, (kind, _) in enumerate(kinds):
+    for index, (kind, _, decimal_comma) in enumerate(kinds):
         column = positional(index)
         if native_type(schema[column]) is not None or kind is ColumnType.STRING:
             continue
@@ -241,7 +273,8 @@ def _pass_two(source: TableSource, kinds: list[tuple[ColumnType, float]]) -> dic
                 r.ambiguous.sum().alias(f"{column}:ambiguous"),
             ]
         else:
-            valid = typed_value(pl.col(f"{column}:cell"), kind).is_not_null().sum()
+            cell = pl.col(f"{column}:cell")
+            valid = typed_value(cell, kind, decimal_comma=decimal_comma).is_not_null().sum()
             aggregates.append(valid.alias(f"{column}:valid"))
     if not aggregates:
         return known
@@ -258,7 +291,7 @@ def _pass_two(source: TableSource, kinds: list[tuple[ColumnType, float]]) -> dic
 def _column_profile(
     index: int,
     name: str,
-    kind: tuple[ColumnType, float],
+    kind: _Kind,
     dtype: pl.DataType,
     first: dict[str, Any],
     second: dict[str, Any],
@@ -270,7 +303,7 @@ def _column_profile(
         value = stats.get(f"{column}:{key}")
         return int(value) if isinstance(value, int) else 0
 
-    ctype, share = kind
+    ctype, share, decimal_comma = kind
     if native_type(dtype) is not None:
         return ColumnProfile(
             index, name, ctype, False, count(first, "nulls"), count(first, "dirty"), 1.0
@@ -289,4 +322,5 @@ def _column_profile(
         day_first_votes=count(second, "day") if dates else 0,
         month_first_votes=count(second, "month") if dates else 0,
         ambiguous_cells=count(second, "ambiguous") if dates else 0,
+        decimal_comma=decimal_comma,
     )

@@ -263,6 +263,8 @@ def _column_properties(column: ColumnProfile, effective: int | None) -> dict[str
     }
     if column.inferred and column.type is not ColumnType.STRING:
         properties["type_share"] = column.type_share
+    if column.decimal_comma:
+        properties["decimal_separator"] = ","
     if column.type is ColumnType.DATE and column.inferred:
         day, month = column.day_first_votes, column.month_first_votes
         properties.update(

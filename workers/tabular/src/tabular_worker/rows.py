@@ -226,7 +226,7 @@ class RowPreparer:
         cell = pl.col(f"s{column.index}")
         if column.type is ColumnType.STRING:
             return pl.when(cell != "").then(pl.col(name).cast(pl.String))
-        value = typed_value(cell, column.type)
+        value = typed_value(cell, column.type, decimal_comma=column.decimal_comma)
         if column.type is ColumnType.DATETIME:
             return value.dt.to_string("%Y-%m-%dT%H:%M:%S%.f")
         return value
