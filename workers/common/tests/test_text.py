@@ -160,3 +160,14 @@ def test_a_japanese_guess_of_half_width_katakana_is_taken_back() -> None:
     assert (decoded.text, decoded.encoding) == (text, "koi8-r")
     japanese = "ｶﾀｶﾅの見出しと本文です。半角カナも少し混ざっています。"
     assert decode_text(japanese.encode("cp932")).text == japanese  # some is fine
+
+
+@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be"])
+def test_utf16_without_its_mark_is_read_not_refused_as_binary(encoding: str) -> None:
+    """Some Windows tools write UTF-16 with no byte-order mark: every other byte a NUL.
+    It was "binary data"; binary data keeps being refused (its NULs are not so regular)."""
+    text = "Name\tStadt\r\nJürgen Müller\tMünchen\r\nZoë\tKöln\r\n" * 3
+    decoded = decode_text(text.encode(encoding))
+    assert (decoded.text, decoded.encoding, decoded.source) == (text, encoding, "detected")
+    with pytest.raises(InvalidInput, match="binary data"):
+        decode_text(b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)) * 4)
