@@ -141,13 +141,18 @@ def iso2022_encoding(data: bytes) -> str | None:
         if not any(escape in prefix for escape in escapes):
             continue
         for name in codecs_tried:
-            decoder = codecs.getincrementaldecoder(name)("strict")
-            try:
-                decoder.decode(prefix, final=len(prefix) == len(data))
-            except UnicodeDecodeError:
-                continue
-            return name
+            if _strictly(prefix, name, complete=len(prefix) == len(data)) is not None:
+                return name
     return None
+
+
+def _strictly(prefix: bytes, name: str, *, complete: bool) -> str | None:
+    """`prefix` decoded in `name` without an error (a character cut at its end allowed
+    unless it is all the data), or None."""
+    try:
+        return codecs.getincrementaldecoder(name)("strict").decode(prefix, final=complete)
+    except UnicodeDecodeError:
+        return None
 
 
 def detect_encoding(data: bytes) -> str | None:
@@ -264,12 +269,8 @@ def _utf16_without_mark(head: bytes) -> str | None:
 
 def _strict_fallback(prefix: bytes, *, complete: bool) -> str | None:
     for name in _STRICT_FALLBACK:
-        decoder = codecs.getincrementaldecoder(name)("strict")
-        try:
-            text = decoder.decode(prefix, final=complete)
-        except UnicodeDecodeError:
-            continue
-        if not any(c < " " and c not in "\t\n\r\f\v" for c in text):
+        text = _strictly(prefix, name, complete=complete)
+        if text is not None and not any(c < " " and c not in "\t\n\r\f\v" for c in text):
             return name
     return None
 

@@ -33,6 +33,7 @@ from __future__ import annotations
 import codecs
 import re
 import threading
+from collections.abc import Iterator
 
 from workers_common.text import legacy_encoding
 
@@ -159,20 +160,15 @@ def _fallback(data: bytes, declared: str | None, codec: str | None) -> tuple[str
     return data.decode("latin-1"), f"charset:{_label(declared)}->latin-1"
 
 
-def _candidates(data: bytes) -> tuple[str, ...]:
-    """UTF-8, then the detected encoding (when there are enough 8-bit bytes to tell and
-    they are not UTF-8), then Windows-1252."""
-    if len(data.translate(None, _ASCII)) < _DETECT_MIN:
-        return _FALLBACKS
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        detected = legacy_encoding(data)
-    else:
-        return _FALLBACKS
-    if detected is None or detected in _FALLBACKS or detected.startswith(("utf-16", "utf-32")):
-        return _FALLBACKS
-    return ("utf-8", detected, "cp1252")
+def _candidates(data: bytes) -> Iterator[str]:
+    """UTF-8, then the detected encoding (when there are enough 8-bit bytes to tell), then
+    Windows-1252. Lazily: the detection runs only once UTF-8 has failed."""
+    yield "utf-8"
+    if len(data.translate(None, _ASCII)) >= _DETECT_MIN:
+        detected = legacy_encoding(data) or "cp1252"
+        if detected not in _FALLBACKS and not detected.startswith(("utf-16", "utf-32")):
+            yield detected
+    yield "cp1252"
 
 
 def _label(declared: str | None) -> str:

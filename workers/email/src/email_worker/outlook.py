@@ -286,8 +286,10 @@ def _body(msg: Any, parsed: ParsedMessage) -> None:
     .eml: the message keeps everything else, the body becomes a child job of its own."""
     body = msg.body
     if isinstance(body, str) and body.strip():
-        if len(body) > BODY_BUDGET_BYTES // 4 and len(body.encode()) > BODY_BUDGET_BYTES:
-            _over_budget(parsed, "body.txt", "text/plain", body.encode())
+        # A character is at most 4 bytes: a shorter body is within the budget unencoded.
+        encoded = body.encode() if len(body) > BODY_BUDGET_BYTES // 4 else b""
+        if len(encoded) > BODY_BUDGET_BYTES:
+            _over_budget(parsed, "body.txt", "text/plain", encoded)
             return
         parsed.body, parsed.body_source = clean_text(body).strip("\n"), "text/plain"
         return
