@@ -612,13 +612,19 @@ pub const WORKER_TMP: &str = "worker-tmp";
 /// scratch files or Chromium's profile would pile up in the host's /tmp; here they go
 /// when the worker exits. None (the inherited default) when the folder cannot be made.
 fn worker_tmp(data_dir: &Path, worker_id: &str) -> Option<PathBuf> {
-    use std::os::unix::fs::DirBuilderExt;
     let dir = data_dir.join(WORKER_TMP).join(worker_id);
     let _ = std::fs::remove_dir_all(&dir);
+    private_dir(dir, "the worker's temporary folder (it keeps the inherited one)")
+}
+
+/// `dir` made (with its parents) and private to the core's user (0700); None, logged as
+/// `what` could not be made, when that fails.
+fn private_dir(dir: PathBuf, what: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::DirBuilderExt;
     match std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&dir) {
         Ok(()) => Some(dir),
         Err(e) => {
-            tracing::warn!(dir = %dir.display(), error = %e, "cannot make the worker's temporary folder; it keeps the inherited one");
+            tracing::warn!(dir = %dir.display(), error = %e, "cannot make {what}");
             None
         }
     }
@@ -631,15 +637,7 @@ pub const POOL_TMP: &str = "pool-tmp";
 /// while the core runs (the web pool's per-host turns), now that each has a TMPDIR of its
 /// own. Kept across its workers' restarts, emptied when a core starts.
 fn pool_tmp(data_dir: &Path, pool: &str) -> Option<PathBuf> {
-    use std::os::unix::fs::DirBuilderExt;
-    let dir = data_dir.join(POOL_TMP).join(pool);
-    match std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&dir) {
-        Ok(()) => Some(dir),
-        Err(e) => {
-            tracing::warn!(dir = %dir.display(), error = %e, "cannot make the pool's shared temporary folder");
-            None
-        }
-    }
+    private_dir(data_dir.join(POOL_TMP).join(pool), "the pool's shared temporary folder")
 }
 
 /// Removes a worker's temporary folder off the actor's thread (it may hold gigabytes).

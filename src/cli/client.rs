@@ -195,8 +195,8 @@ pub(super) fn plan_inputs(g: &Global, inputs: &[String], format: Option<&String>
             let root = std::fs::canonicalize(&path).map_err(|e| anyhow!("{input}: {e}"))?;
             let mut files = Vec::new();
             let mut passed = Passed::default();
-            std::fs::read_dir(&root).map_err(|e| anyhow!("{input}: {e}"))?;
-            walk(&root, &mut files, &mut passed);
+            let listing = std::fs::read_dir(&root).map_err(|e| anyhow!("{input}: {e}"))?;
+            walk(&root, listing, &mut files, &mut passed);
             if let Some(said) = passed.summary() {
                 eprintln!("telha: {input}: {said}");
             }
@@ -292,23 +292,15 @@ impl Passed {
     }
 }
 
-/// The regular files under `dir`, sorted, skipping hidden entries; symbolic links are
-/// not followed and special files not read (counted in `passed`, as is a subfolder that
-/// cannot be read: the rest of the walk goes on).
-fn walk(dir: &Path, out: &mut Vec<PathBuf>, passed: &mut Passed) {
+/// The regular files under `dir` (its `listing`), sorted, skipping hidden entries;
+/// symbolic links are not followed and special files not read (counted in `passed`, as
+/// is a subfolder that cannot be read: the rest of the walk goes on).
+fn walk(dir: &Path, listing: std::fs::ReadDir, out: &mut Vec<PathBuf>, passed: &mut Passed) {
     let mut entries: Vec<std::fs::DirEntry> = Vec::new();
-    match std::fs::read_dir(dir) {
-        Ok(listing) => {
-            for entry in listing {
-                match entry {
-                    Ok(entry) => entries.push(entry),
-                    Err(e) => passed.unreadable(dir, &e),
-                }
-            }
-        }
-        Err(e) => {
-            passed.unreadable(dir, &e);
-            return;
+    for entry in listing {
+        match entry {
+            Ok(entry) => entries.push(entry),
+            Err(e) => passed.unreadable(dir, &e),
         }
     }
     entries.sort_by_key(std::fs::DirEntry::file_name);
@@ -317,7 +309,13 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>, passed: &mut Passed) {
             continue;
         }
         match entry.file_type() {
-            Ok(kind) if kind.is_dir() => walk(&entry.path(), out, passed),
+            Ok(kind) if kind.is_dir() => {
+                let sub = entry.path();
+                match std::fs::read_dir(&sub) {
+                    Ok(listing) => walk(&sub, listing, out, passed),
+                    Err(e) => passed.unreadable(&sub, &e),
+                }
+            }
             Ok(kind) if kind.is_file() => out.push(entry.path()),
             Ok(kind) if kind.is_symlink() => passed.links += 1,
             Ok(_) => passed.special += 1,
