@@ -450,6 +450,51 @@ SERVICE_JSON = """{
 """
 
 
+# A project README as people write them: markup in headings and list items (docling keeps
+# such an item empty over an inline group that holds its text), a task list, a code block
+# indented under an item, a table with markup in its cells.
+README_MD = """# The `rivet` **tool**
+
+Rivet joins CSV files. See [the guide](https://example.org/guide) first.
+
+## Installing with `pip`
+
+- **Fast**: a single pass over each file
+- Reads [RFC 4180](https://www.rfc-editor.org/rfc/rfc4180) files and `.tsv` too
+- Plain item
+
+  ```
+  rivet join a.csv b.csv
+  ```
+
+1. Run `rivet check`
+2. Fix what it reports
+
+## Status
+
+- [x] **joins** done
+- [ ] *streaming* not yet
+
+| Option | Meaning |
+|---|---|
+| `--key` | the **join** column |
+"""
+
+# A generated test report (jtreg's JTReport pages): list items, definition terms and table
+# cells whose end tags are left out, as HTML allows, each item a link and a remark.
+OMITTED_END_TAGS_HTML = (
+    "<!DOCTYPE HTML>\n<html><head><title>Tests that passed</title></head>\n<body>"
+    "<h1>Tests that passed</h1>Tests are grouped by their final status message.\n"
+    "<h4>Clean successful</h4>\n<ul>\n"
+    + "".join(
+        f'<li>\n<a href="/work/{n}.jtr">java/io/{n}.java</a>: checks {n} end to end\n\n'
+        for n in ("Write", "Read", "Seek", "Close")
+    )
+    + "</ul>\n<dl><dt>Started<dd>4 May 2026<dt>Finished<dd>5 May 2026</dl>\n"
+    "<table><tr><th>Status<th>Tests<tr><td>passed<td>4<tr><td>failed<td>0</table>\n"
+    "</body></html>\n"
+)
+
 REPORT_MD = """# Release notes
 
 Version 2 is effective as of 3 February 2026.

@@ -126,6 +126,77 @@ def test_html_text_over_the_cap_is_refused_before_conversion_and_markup_is_not_t
     check_html(utf16, max_depth=250, max_elements=200_000)
 
 
+def _submissions_text(subs: list[bytes]) -> str:
+    return "".join(json.loads(sub).get("canonicalText", "") for sub in subs)
+
+
+def test_html_with_omitted_end_tags_converts_as_a_browser_reads_it(tmp_path: Path) -> None:
+    """Generated reports leave out `</li>` by the thousand (a jtreg report: 5,973 items); the
+    depth guard read each item as nested in the one before and refused the page. The end
+    tags are now written in before docling parses (as docling's own fix-up would place
+    them, which it does in quadratic time): the page converts, every item a list item."""
+    items = 3000
+    page = (
+        b"<html><body><h1>Tests that passed</h1><ul>\n"
+        + b"".join(b'<li>\n<a href="t%d.jtr">test %d</a>: passed\n' % (i, i) for i in range(items))
+        + b"</ul><dl><dt>term<dd>one<dd>two</dl>"
+        + b"<table><tr><th>a<th>b<tr><td>1<td>2</table></body></html>"
+    )
+    path = tmp_path / "passed_gr.html"
+    path.write_bytes(page)
+    subs = run_handler(handle, path, format="html", name=path.name, options={})
+    check_submissions(subs)
+    text = _submissions_text(subs)
+    assert all(f"test {i}: passed" in text for i in (0, 1, items // 2, items - 1))
+    labels = [n["labels"] for sub in subs for n in json.loads(sub).get("nodes", [])]
+    assert sum("LIST_ITEM" in ls for ls in labels) >= items
+
+
+def test_writing_in_omitted_end_tags_changes_nothing_docling_projects(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The end tags the guard writes in are where docling's own fix-up puts them: the same
+    submissions with and without them (lists, definition lists, tables, a `<li>` inside a
+    nested list and one inside a script)."""
+    from docling_worker.guards import check_html, html_shape
+
+    page = (
+        b"<html><body><ul><li>a<li>b<ul><li>b1<li>b2</ul><li>c<div>in c<li>d</div></ul>"
+        b"<ol><li>one<li>two</ol><dl><dt>t1<dd>d1<dt>t2<dd>d2</dl>"
+        b"<table><thead><tr><th>h1<th>h2<tbody><tr><td>1<td>2<tr><td>3<td>4</table>"
+        b'<script>var s = "<li>x<li>y";</script><!-- <li>z --><p>end</p></body></html>'
+    )
+    shape = html_shape(page, 250)
+    assert shape.omitted
+    assert shape.depth < 10
+    assert all(offset < page.index(b"<script>") for offset, _ in shape.omitted)
+    path = tmp_path / "lists.html"
+    path.write_bytes(page)
+    written_in = run_handler(handle, path, format="html", name=path.name, options={})
+
+    def checked_as_given(data: bytes, *, max_depth: int, max_elements: int) -> bytes:
+        check_html(data, max_depth=max_depth, max_elements=max_elements)
+        return data
+
+    monkeypatch.setattr("docling_worker.handler.check_html", checked_as_given)
+    as_given = run_handler(handle, path, format="html", name=path.name, options={})
+    assert written_in == as_given
+
+
+def test_html_nested_for_real_is_still_refused_and_script_text_is_not_markup() -> None:
+    from docling_worker.guards import check_html, html_shape
+    from workers_common import Unsupported
+
+    nested_lists = b"<ul><li>" * 300 + b"deep" + b"</li></ul>" * 300
+    with pytest.raises(Unsupported, match="max_depth"):
+        check_html(nested_lists, max_depth=250, max_elements=200_000)
+    script = b"<html><body><script>" + b"<div>" * 1000 + b"</script><p>x</p></body></html>"
+    assert html_shape(script, 250).depth == 3
+    assert check_html(script, max_depth=250, max_elements=200_000) == script
+    unterminated = b"<html><body><!--" + b"<div>" * 1000
+    assert html_shape(unterminated, 250).depth == 2
+
+
 def test_an_epub_external_entity_reads_no_file(tmp_path: Path) -> None:
     """An external entity in the package document is refused (defusedxml) before it
     reads this machine's /etc/passwd."""

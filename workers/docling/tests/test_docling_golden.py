@@ -39,6 +39,8 @@ CORPUS: dict[str, tuple[str, Callable[[], bytes]]] = {
     "paper-latex": ("latex", lambda: corpus.PAPER_TEX.encode()),
     "report-html": ("html", lambda: corpus.REPORT_HTML.encode()),
     "report-md": ("md", lambda: corpus.REPORT_MD.encode()),
+    "readme-md": ("md", lambda: corpus.README_MD.encode()),
+    "omitted-end-tags-html": ("html", lambda: corpus.OMITTED_END_TAGS_HTML.encode()),
     **{
         f"docling-{name}": ("docling", _json_of(make))
         for name, make in corpus.DOCLING_FIXTURES.items()

@@ -103,7 +103,7 @@ def convert(data: bytes, fmt: str, options: Mapping[str, Any], name: str = "") -
     elements = _int_option(options, "max_elements", DEFAULT_MAX_ELEMENTS)
     if fmt == "html":
         depth = _int_option(options, "max_depth", DEFAULT_MAX_DEPTH)
-        check_html(data, max_depth=depth, max_elements=elements)
+        data = check_html(data, max_depth=depth, max_elements=elements)
     elif fmt == "md":
         check_markdown(data, max_elements=elements)
 

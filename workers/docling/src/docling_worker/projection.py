@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from docling_core.types.doc import (
+    CodeItem,
     ContentLayer,
     CoordOrigin,
     DocItem,
@@ -42,7 +43,9 @@ __all__ = ["Block", "Projection", "project_document"]
 
 _SEPARATOR = "\n\n"
 _WHITESPACE = re.compile(r"\s+")
-_NO_SPACE_BEFORE = re.compile(r"^[.,;:!?)\]}%]")
+_NO_SPACE_BEFORE = re.compile(r"^[.,;:!?)\]}%](?!\w)")
+"""A piece that starts with punctuation joins the text before it, unless it goes on as a word
+(an inline `.tsv`, `.NET`)."""
 _TEXT_LABELS = {
     DocItemLabel.FOOTNOTE: "FOOTNOTE",
     DocItemLabel.CAPTION: "CAPTION",
@@ -197,8 +200,10 @@ def _document_properties(converted: Converted, name: str, source_format: str) ->
 
 def _first_title(document: DoclingDocument) -> str | None:
     for text in document.texts:
-        if isinstance(text, TitleItem) and text.text.strip():
-            return text.text
+        if isinstance(text, TitleItem):
+            heading, _ = _heading_text(text, document)
+            if heading:
+                return heading
     return None
 
 
@@ -241,13 +246,35 @@ def _item(state: Projection, item: NodeItem) -> None:
     elif isinstance(item, TitleItem):
         _title(state, item)
     elif isinstance(item, SectionHeaderItem):
-        _section(state, item.text, item.level, item)
+        _section(state, item.level, item)
     elif isinstance(item, TextItem):
         _text(state, item)
 
 
-def _title(state: Projection, item: TitleItem) -> None:
+def _heading_text(
+    item: TitleItem | SectionHeaderItem, document: DoclingDocument
+) -> tuple[str, NodeItem | None]:
+    """A title's or heading's text, and the child it was read from, if any. A Markdown
+    heading with markup in it (`# The **fast** path`, `## Using **pip**`) is an empty heading
+    over an inline group that holds its text; an HTML heading has its text flattened,
+    and its children are the content under it."""
     text = clean(item.text)
+    if text:
+        return text, None
+    for child in _children(item, document):
+        if isinstance(child, InlineGroup):
+            return _inline_text_of(child, document)[0], child
+        break
+    return "", None
+
+
+def _rest(item: NodeItem, document: DoclingDocument, used: NodeItem | None) -> Iterator[NodeItem]:
+    """An item's children but the one its own text was read from."""
+    return (child for child in _children(item, document) if child is not used)
+
+
+def _title(state: Projection, item: TitleItem) -> None:
+    text, used = _heading_text(item, state.document)
     if not text:
         return
     if state.builder.span_count == 0 and not state.sections and state.title in (None, text):
@@ -255,14 +282,14 @@ def _title(state: Projection, item: TitleItem) -> None:
         # the document's (an EPUB's first chapter under the book's title) is a section.
         span, _ = state.text_block(text, "title")
         state.builder.attach_span(state.root, span)
-        for child in _children(item, state.document):
+        for child in _rest(item, state.document, used):
             _item(state, child)
         return
-    _section(state, item.text, 1, item)
+    _section(state, 1, item)
 
 
-def _section(state: Projection, raw: str, level: int, item: DocItem) -> None:
-    text = clean(raw)
+def _section(state: Projection, level: int, item: TitleItem | SectionHeaderItem) -> None:
+    text, used = _heading_text(item, state.document)
     if not text:
         return
     while state.sections and state.sections[-1][0] >= level:
@@ -277,7 +304,7 @@ def _section(state: Projection, raw: str, level: int, item: DocItem) -> None:
     state.contain(parent, node)
     state.sections.append((level, node, text))
     state.blocks.append(Block(node, start, text, text))
-    for child in _children(item, state.document):
+    for child in _rest(item, state.document, used):
         _item(state, child)
 
 
@@ -300,14 +327,19 @@ def _text(state: Projection, item: TextItem) -> None:
         _item(state, child)
 
 
-def _inline(state: Projection, group: InlineGroup) -> None:
+def _inline_text_of(group: InlineGroup, document: DoclingDocument) -> tuple[str, DocItem | None]:
+    """The text of an inline group's pieces (`a <b>b</b> c`), and its first piece."""
     parts: list[str] = []
     first: DocItem | None = None
-    for child in _children(group, state.document):
+    for child in _children(group, document):
         if isinstance(child, TextItem) and child.label not in _FURNITURE:
             parts.append(clean(child.text))
             first = first or child
-    text = _join_inline(parts)
+    return _join_inline(parts), first
+
+
+def _inline(state: Projection, group: InlineGroup) -> None:
+    text, first = _inline_text_of(group, state.document)
     if not text:
         return
     span, start = state.text_block(text, "paragraph")
@@ -321,8 +353,34 @@ def _list_entries(state: Projection, group: ListGroup) -> list[tuple[ListItem, s
     entries = []
     for child in _children(group, state.document):
         if isinstance(child, ListItem):
-            entries.append((child, clean(child.text)))
+            entries.append((child, _list_item_text(state, child)))
     return entries
+
+
+def _runs_in_item(child: NodeItem) -> bool:
+    """Whether a list item's child is part of the item's own line: an inline group or a
+    piece of plain text (not a nested list, a code block, a table or a figure)."""
+    if isinstance(child, InlineGroup):
+        return True
+    return (
+        isinstance(child, TextItem)
+        and not isinstance(child, (ListItem, TitleItem, SectionHeaderItem, CodeItem))
+        and child.label not in _FURNITURE
+    )
+
+
+def _list_item_text(state: Projection, item: ListItem) -> str:
+    """The item's own text, then what its inline children hold. docling keeps a list item
+    with markup in it (`<li><a href=..>link</a> rest`, `- **bold** item`) as an empty item
+    over an inline group: its text is all in the group."""
+    parts = [clean(item.text)]
+    for child in _children(item, state.document):
+        if isinstance(child, InlineGroup):
+            parts.append(_inline_text_of(child, state.document)[0])
+        elif _runs_in_item(child):
+            assert isinstance(child, TextItem)
+            parts.append(clean(child.text))
+    return _join_inline(parts)
 
 
 def _list_item(
@@ -353,7 +411,12 @@ def _list_item(
 
 def _list(state: Projection, group: ListGroup, parent: NodeRef) -> None:
     entries = _list_entries(state, group)
+    # What a list holds besides its items (a Markdown code block indented under an item
+    # is the list's child, not the item's) follows the list as blocks of its own.
+    others = [c for c in _children(group, state.document) if not isinstance(c, ListItem)]
     if not entries:
+        for child in others:
+            _item(state, child)
         return
     builder = state.builder
     start = builder.end_offset
@@ -365,11 +428,16 @@ def _list(state: Projection, group: ListGroup, parent: NodeRef) -> None:
     ]
     builder.attach_span(list_node, builder.add_span_range(start, builder.end_offset, kind="list"))
     builder.add_text(_SEPARATOR)
-    # Nested lists follow their parent list, each inside the LIST_ITEM it belongs to.
+    # Nested lists follow their parent list, each inside the LIST_ITEM it belongs to; a
+    # code block, table or figure inside an item follows as a block of its own.
     for node, item in nested:
         for child in _children(item, state.document):
             if isinstance(child, ListGroup):
                 _list(state, child, node)
+            elif not _runs_in_item(child):
+                _item(state, child)
+    for child in others:
+        _item(state, child)
 
 
 def _table_rows(item: TableItem) -> list[list[str]]:
