@@ -590,8 +590,9 @@ pub fn is_identifier(s: &str) -> bool {
 /// The format a file's extension implies, if any.
 pub fn format_for_path(path: &Path) -> Option<&'static str> {
     let name = path.file_name()?.to_str()?.to_ascii_lowercase();
-    // A `.crate` (crates.io) is a tar.gz and a `.whl` (a Python wheel) a zip: packaged source.
-    const ARCHIVES: &[&str] = &[".zip", ".tar", ".tar.gz", ".tgz", ".tar.xz", ".txz", ".tar.bz2", ".tbz2", ".tbz", ".crate", ".whl"];
+    // A `.crate` (crates.io) is a tar.gz; a `.whl` (a Python wheel), a `.pyz` (a Python zipapp)
+    // and a `.jar` (a Java archive; a `-sources.jar` holds the .java files) are zips: packaged source.
+    const ARCHIVES: &[&str] = &[".zip", ".tar", ".tar.gz", ".tgz", ".tar.xz", ".txz", ".tar.bz2", ".tbz2", ".tbz", ".crate", ".whl", ".pyz", ".jar"];
     if ARCHIVES.iter().any(|suffix| name.ends_with(suffix)) {
         return Some("code-archive");
     }
@@ -784,7 +785,7 @@ mod tests {
         let cases = [
             ("repo.tar.gz", "code-archive"), ("repo.TGZ", "code-archive"), ("repo.tar.xz", "code-archive"),
             ("repo.tar.bz2", "code-archive"), ("repo.tar", "code-archive"), ("repo.zip", "code-archive"),
-            ("serde-1.0.200.crate", "code-archive"), ("attrs-23.2.0-py3-none-any.whl", "code-archive"),
+            ("serde-1.0.200.crate", "code-archive"), ("attrs-23.2.0-py3-none-any.whl", "code-archive"), ("tool.pyz", "code-archive"), ("guava-33.0-sources.jar", "code-archive"),
             ("lib.rs", "code"), ("app.tsx", "code"), ("x.hpp", "code"), ("m.mjs", "code"),
             ("paper.pdf", "pdf"), ("memo.DOCX", "docx"), ("deck.pptx", "pptx"), ("letter.odt", "odt"), ("slides.ODP", "odp"), ("book.epub", "epub"), ("paper.tex", "latex"), ("Inbox.mbox", "mbox"), ("page.htm", "html"), ("notes.md", "md"),
             ("doc.json", "docling"), ("events.jsonl", "docling"), ("dump.NDJSON", "docling"), ("scan.PNG", "image"), ("photo.jpeg", "image"), ("fax.tif", "image"), ("sheet.csv", "csv"), ("sheet.csv.gz", "csv"), ("sheet.CSV.ZST", "csv"),

@@ -344,6 +344,21 @@ def test_not_an_archive_is_invalid_input(tmp_path: Path) -> None:
         run_handler(handle_archive, path, format="code-archive")
 
 
+def test_a_zip_after_a_shebang_line_is_read(tmp_path: Path) -> None:
+    """A Python zipapp (`python -m zipapp` writes a `#!` line, then the zip) and a
+    self-extracting archive (a stub program first) are zips read from their directory at
+    the end; they were refused as having no zip signature at the start."""
+    files = {"__main__.py": b"from app import run\nrun()\n", "app.py": b"def run():\n    pass\n"}
+    for name, stub in (
+        ("tool.pyz", b"#!/usr/bin/env python3\n"),
+        ("setup.zip", b"\x7fELF" + bytes(4000)),
+    ):
+        subs = _run(tmp_path, name, stub + zip_bytes(files))
+        children = sorted(c["name"].split("@")[0] for s in subs for c in s.get("childJobs", []))
+        root = name.rsplit(".", 1)[0]
+        assert children == [f"code:{root}/__main__.py", f"code:{root}/app.py"]
+
+
 def test_many_files_are_split_into_partials(tmp_path: Path) -> None:
     files = {f"pkg/m{i:04}.py": f"def f{i}():\n    return {i}\n".encode() for i in range(4500)}
     subs = _run(tmp_path, "many.zip", zip_bytes(files))

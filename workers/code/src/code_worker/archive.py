@@ -126,6 +126,10 @@ def _sniff(path: Path) -> str:
         return "tar.bz2"
     if head[257:262] == b"ustar" or (len(head) >= 512 and _tar_checksum_ok(head)):
         return "tar"
+    # A zip with bytes before it: a Python zipapp (`#!/usr/bin/env python3` first), a
+    # self-extracting archive. Its directory, found from the end, says where members are.
+    if zipfile.is_zipfile(path):
+        return "zip"
     raise InvalidInput("not a zip or tar archive (no zip, gzip, xz, bzip2 or tar signature)")
 
 

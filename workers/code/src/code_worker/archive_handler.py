@@ -69,6 +69,8 @@ _SUFFIXES = (
     ".tar",
     ".crate",  # crates.io's packages: tar.gz
     ".whl",  # Python wheels: zip
+    ".pyz",  # Python zipapps: a `#!` line, then a zip
+    ".jar",  # Java archives: a zip (a `-sources.jar` holds the .java files)
 )
 
 
