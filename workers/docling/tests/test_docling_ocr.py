@@ -169,7 +169,7 @@ def test_force_ocrs_a_born_digital_pdf(tmp_path: Path) -> None:
 
 @needs_tesseract
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("fmt", ["PNG", "JPEG", "TIFF", "BMP", "WEBP"])
+@pytest.mark.parametrize("fmt", ["PNG", "JPEG", "TIFF", "BMP", "WEBP", "GIF", "PPM"])
 def test_an_image_is_one_ocr_page(fmt: str, tmp_path: Path) -> None:
     sub = project(tmp_path, "image", corpus.text_image(fmt=fmt))
     expected = "\n".join(corpus.SCAN_LINES)
@@ -177,8 +177,9 @@ def test_an_image_is_one_ocr_page(fmt: str, tmp_path: Path) -> None:
     document = sub["nodes"][0]["properties"]
     assert (document["source_format"], document["page_count"]) == ("image", 1)
     assert sub["stats"]["pages_ocr"] == 1
-    # Points from the image's stated 300 dpi; WebP states none: one pixel, one point.
-    width = 1800 if fmt == "WEBP" else 1800 * 72 / 300
+    # Points from the image's stated 300 dpi; WebP, GIF and Netpbm state none: one pixel,
+    # one point.
+    width = 1800 if fmt in ("WEBP", "GIF", "PPM") else 1800 * 72 / 300
     for node in text_nodes(sub):
         props = node["properties"]
         assert props["page"] == 1

@@ -42,7 +42,8 @@ EXTENSIONS: Mapping[str, str] = {
     "txt": "txt", "text": "txt", "rst": "txt", "adoc": "txt", "asciidoc": "txt",
     "eml": "eml", "msg": "msg", "mbox": "mbox", "mbx": "mbox",
     "png": "image", "jpg": "image", "jpeg": "image", "tif": "image", "tiff": "image",
-    "bmp": "image", "webp": "image",
+    "bmp": "image", "webp": "image", "gif": "image", "pbm": "image", "pgm": "image",
+    "ppm": "image", "pnm": "image",
 }  # fmt: skip
 """File extension (lower case) → format."""
 
@@ -79,6 +80,11 @@ MEDIA_TYPES: Mapping[str, str] = {
     "image/tiff": "image",
     "image/bmp": "image",
     "image/webp": "image",
+    "image/gif": "image",
+    "image/x-portable-anymap": "image",
+    "image/x-portable-bitmap": "image",
+    "image/x-portable-graymap": "image",
+    "image/x-portable-pixmap": "image",
     "application/vnd.ms-excel": "xls",
     "application/vnd.ms-excel.sheet.binary.macroenabled.12": "xlsb",
     "application/vnd.ms-excel.sheet.macroenabled.12": "xlsx",
@@ -95,9 +101,13 @@ _COMPRESSIBLE = frozenset({"csv", "tsv"})
 _PDF, _PARQUET = b"%PDF-", b"PAR1"
 _ZIP = b"PK\x03\x04"
 _OLE = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
-# PNG, JPEG, TIFF (both byte orders), BMP, and RIFF (WebP's container: the docling
-# worker checks the WEBP tag at offset 8 and refuses other RIFF files as invalid_input).
-_IMAGES = (b"\x89PNG\r\n\x1a\n", b"\xff\xd8\xff", b"II*\x00", b"MM\x00*", b"BM", b"RIFF")
+# PNG, JPEG, TIFF (both byte orders), BMP, GIF, binary Netpbm (PBM, PGM, PPM: what
+# scanners and pdftoppm write), and RIFF (WebP's container: the docling worker checks the
+# WEBP tag at offset 8 and refuses other RIFF files as invalid_input).
+_IMAGES = (
+    b"\x89PNG\r\n\x1a\n", b"\xff\xd8\xff", b"II*\x00", b"MM\x00*", b"BM", b"GIF87a", b"GIF89a",
+    b"P4", b"P5", b"P6", b"RIFF",
+)  # fmt: skip
 _TEXT_FORMATS = frozenset({"csv", "tsv", "html", "md", "txt", "eml", "mbox", "latex"})
 _SIGNATURES = {
     "pdf": (_PDF,),

@@ -1,5 +1,5 @@
-"""An image (png, jpg, tif, bmp, webp) as a document read by OCR: one page, or one page
-per frame of a multi-page TIFF (a scanner's or a fax's output).
+"""An image (png, jpg, tif, bmp, webp, gif, pbm/pgm/ppm) as a document read by OCR: one
+page, or one page per frame of a multi-page TIFF (a scanner's or a fax's output).
 
 Pillow (a dependency of docling-core and docling-parse, so always beside this worker)
 reads the headers first: a file that is not one of these images, or is broken, is
@@ -14,7 +14,7 @@ once (pixels dropped), so a frame that cannot be read or decoded makes the job
 invalid_input naming its page before any OCR, as a PDF page that cannot be decoded
 does: a document with a page silently missing would look complete. Other formats are
 one page: an animated PNG's or WebP's frames are an animation, not pages, and only the
-first is read (GIF is not accepted at all).
+first is read, and so is a GIF's.
 
 Each page is then decoded again, turned upright by its EXIF orientation, made grey and
 handed to tesseract (ocr.py) as PGM, one page after the other, as the PDF path OCRs its
@@ -56,9 +56,15 @@ SIGNATURES = (
     b"II*\x00",  # TIFF, little endian
     b"MM\x00*",  # TIFF, big endian
     b"BM",  # BMP
+    b"GIF87a",
+    b"GIF89a",
+    b"P4",  # Netpbm, binary: PBM (a scanner's black and white), PGM (grey), PPM (colour)
+    b"P5",
+    b"P6",
 )
 """Leading bytes of the accepted images (WebP is RIFF....WEBP, checked apart)."""
-_FORMATS = frozenset({"PNG", "JPEG", "TIFF", "BMP", "WEBP"})
+_FORMATS = frozenset({"PNG", "JPEG", "TIFF", "BMP", "WEBP", "GIF", "PPM"})
+"""Pillow's names for them (its PPM reader reads PBM and PGM too)."""
 _SIDEWAYS = frozenset({5, 6, 7, 8})
 """EXIF orientations that turn the image a quarter: its x and y resolutions swap."""
 
@@ -133,7 +139,9 @@ def _select(image: Image.Image, index: int) -> None:
 def _open(data: bytes) -> Image.Image:
     """The image, its first frame's header read; nothing decoded."""
     if not _is_image(data):
-        raise InvalidInput("not a PNG, JPEG, TIFF, BMP or WebP image (no known signature)")
+        raise InvalidInput(
+            "not a PNG, JPEG, TIFF, BMP, WebP, GIF or Netpbm image (no known signature)"
+        )
     try:
         image = Image.open(io.BytesIO(data))
     except (UnidentifiedImageError, OSError, ValueError, SyntaxError, EOFError) as err:
