@@ -197,6 +197,40 @@ def test_html_nested_for_real_is_still_refused_and_script_text_is_not_markup() -
     assert html_shape(unterminated, 250).depth == 2
 
 
+_RUSSIAN = "Здравствуйте, это проверка кодировки: Москва и Санкт-Петербург."
+
+
+@pytest.mark.parametrize(
+    ("declared", "encoding", "text", "overruled"),
+    [
+        # A template's stale declaration over UTF-8 bytes.
+        ("iso-8859-1", "utf-8", _RUSSIAN, True),
+        ("windows-1251", "utf-8", _RUSSIAN, True),
+        # The declaration is right, or nothing tells: kept.
+        ("windows-1251", "windows-1251", _RUSSIAN, False),
+        ("koi8-r", "koi8-r", _RUSSIAN, False),
+        ("iso-8859-1", "utf-8", "Plain ASCII text, nothing to decide.", False),
+    ],
+)
+def test_a_page_declared_in_a_legacy_charset_but_written_in_utf8_reads_as_utf8(
+    declared: str, encoding: str, text: str, overruled: bool, tmp_path: Path
+) -> None:
+    page = (
+        f'<html><head><meta http-equiv="Content-Type" content="text/html; charset={declared}">'
+        f"</head><body><p>{text}</p></body></html>"
+    ).encode(encoding)
+    path = tmp_path / "page.html"
+    path.write_bytes(page)
+    subs = run_handler(handle, path, format="html", name=path.name, options={})
+    assert text in _submissions_text(subs)
+    document = json.loads(subs[0])["nodes"][0]["properties"]
+    if overruled:
+        assert document["encoding"] == "utf-8"
+        assert document["encoding_source"] == f"utf-8 (not the declared {declared})"
+    else:
+        assert "encoding_source" not in document
+
+
 def test_an_epub_external_entity_reads_no_file(tmp_path: Path) -> None:
     """An external entity in the package document is refused (defusedxml) before it
     reads this machine's /etc/passwd."""

@@ -22,6 +22,8 @@ Job options (all optional):
 
 from __future__ import annotations
 
+import codecs
+import re
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
@@ -100,6 +102,9 @@ def convert(data: bytes, fmt: str, options: Mapping[str, Any], name: str = "") -
     decoded = None
     if fmt in TEXT_FORMATS:
         data, decoded = _as_utf8(data)
+    elif fmt == "html" and (overruled := _utf8_despite_declaration(data)) is not None:
+        data = _UTF8_MARK + data
+        decoded = DecodedText("", "utf-8", f"utf-8 (not the declared {overruled})", 0)
     elements = _int_option(options, "max_elements", DEFAULT_MAX_ELEMENTS)
     if fmt == "html":
         depth = _int_option(options, "max_depth", DEFAULT_MAX_DEPTH)
@@ -135,6 +140,43 @@ def _as_utf8(data: bytes) -> tuple[bytes, DecodedText | None]:
         decoded = decode_text(data)
         return decoded.text.encode("utf-8"), decoded
     return data, None
+
+
+_META_CHARSET = re.compile(rb"""<meta\b[^>]*?charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]{1,40})""", re.I)
+_UTF8_MARK = b"\xef\xbb\xbf"
+_ASCII = bytes(range(128))
+_MULTIBYTE_EVIDENCE = 4
+"""Non-ASCII bytes that must all decode as UTF-8 before a declaration is overruled: a
+lone pair could be a legacy text's accident (`É` and a curly quote in cp1252 make one
+valid UTF-8 sequence); two sequences, or one of three bytes, are not."""
+
+
+def _utf8_despite_declaration(data: bytes) -> str | None:
+    """The legacy encoding a page's `<meta charset>` names while its bytes are UTF-8, if
+    so (a template's stale `iso-8859-1` over a CMS's UTF-8 content; a page saved from a
+    server that said UTF-8 in its header). Read as declared it would be mojibake;
+    the caller marks it UTF-8 with a byte-order mark, which outranks a
+    declaration in HTML's rules and in docling's reader. Text in a legacy encoding is
+    almost never valid UTF-8 once it has a few non-ASCII bytes, so the bytes decide."""
+    if data.startswith((_UTF8_MARK, b"\xff\xfe", b"\xfe\xff")):
+        return None
+    declared = _META_CHARSET.search(data, 0, 4096)
+    if declared is None:
+        return None
+    name = declared.group(1).decode("ascii").lower()
+    try:
+        codec = codecs.lookup(name).name
+    except LookupError:
+        return None
+    if codec in ("utf-8", "utf-16", "utf-16-le", "utf-16-be", "ascii"):
+        return None
+    if len(data.translate(None, _ASCII)) < _MULTIBYTE_EVIDENCE:
+        return None
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    return name
 
 
 def handle(job: Job) -> bytes:
