@@ -470,6 +470,11 @@ Rivet joins CSV files. See [the guide](https://example.org/guide) first.
 1. Run `rivet check`
 2. Fix what it reports
 
+Joining on `--key`
+------------------
+
+Rows match on the key column.
+
 ## Status
 
 - [x] **joins** done

@@ -79,6 +79,8 @@ class Projection:
     """The DOCUMENT node's title (the source's metadata, else its first title item)."""
     extra: Mapping[str, dict[str, Any]] = field(default_factory=dict)
     """Node properties by item beyond its provenance (Converted.item_properties)."""
+    markdown: bool = False
+    """The source is Markdown: an empty heading's children are its text (_heading_text)."""
 
     def where(self, item: DocItem) -> dict[str, Any]:
         """An item's provenance and its extra properties (an OCR'd item's `ocr`...)."""
@@ -175,7 +177,7 @@ def _caption_refs(document: DoclingDocument) -> frozenset[str]:
 def _document_properties(converted: Converted, name: str, source_format: str) -> dict[str, Any]:
     meta = converted.meta
     doc = converted.document
-    title = meta.title or _first_title(doc)
+    title = meta.title or _first_title(doc, source_format == "md")
     props: dict[str, Any] = {"name": name, "source_format": source_format}
     if title:
         props["title"] = clean(title)
@@ -198,10 +200,10 @@ def _document_properties(converted: Converted, name: str, source_format: str) ->
     return props
 
 
-def _first_title(document: DoclingDocument) -> str | None:
+def _first_title(document: DoclingDocument, markdown: bool) -> str | None:
     for text in document.texts:
         if isinstance(text, TitleItem):
-            heading, _ = _heading_text(text, document)
+            heading, _ = _heading_text(text, document, markdown)
             if heading:
                 return heading
     return None
@@ -216,7 +218,7 @@ def project_document(
     root = builder.add_node(["DOCUMENT"], props)
     state = Projection(
         builder, doc, root, _caption_refs(doc), title=props.get("title"),
-        extra=converted.item_properties,
+        extra=converted.item_properties, markdown=source_format == "md",
     )  # fmt: skip
     state.counts["DOCUMENT"] = 1
     try:
@@ -252,29 +254,40 @@ def _item(state: Projection, item: NodeItem) -> None:
 
 
 def _heading_text(
-    item: TitleItem | SectionHeaderItem, document: DoclingDocument
-) -> tuple[str, NodeItem | None]:
-    """A title's or heading's text, and the child it was read from, if any. A Markdown
-    heading with markup in it (`# The **fast** path`, `## Using **pip**`) is an empty heading
-    over an inline group that holds its text; an HTML heading has its text flattened,
-    and its children are the content under it."""
+    item: TitleItem | SectionHeaderItem, document: DoclingDocument, markdown: bool
+) -> tuple[str, frozenset[str]]:
+    """A title's or heading's text, and the children it was read from. A Markdown heading
+    with markup in it is an empty heading over its pieces: an inline group
+    (`## Using **pip**`), or, for an underlined heading, the pieces themselves (a
+    `` `code` meets Serde `` line over `====`). An HTML heading has its text flattened and
+    its children are the content under it, so only a leading inline group is read there."""
     text = clean(item.text)
     if text:
-        return text, None
-    for child in _children(item, document):
-        if isinstance(child, InlineGroup):
-            return _inline_text_of(child, document)[0], child
-        break
-    return "", None
+        return text, frozenset()
+    children = list(_children(item, document))
+    if children and isinstance(children[0], InlineGroup):
+        return _inline_text_of(children[0], document)[0], frozenset({children[0].self_ref})
+    if not markdown:
+        return "", frozenset()
+    pieces = []
+    for child in children:  # inline code is a piece too (`CodeItem`)
+        if not isinstance(child, TextItem) or isinstance(child, _NOT_PIECES):
+            break
+        if child.label not in _FURNITURE:
+            pieces.append(child)
+    if not pieces:
+        return "", frozenset()
+    parts = [clean(piece.text) for piece in pieces]
+    return _join_inline(parts), frozenset(piece.self_ref for piece in pieces)
 
 
-def _rest(item: NodeItem, document: DoclingDocument, used: NodeItem | None) -> Iterator[NodeItem]:
-    """An item's children but the one its own text was read from."""
-    return (child for child in _children(item, document) if child is not used)
+def _rest(item: NodeItem, document: DoclingDocument, used: frozenset[str]) -> Iterator[NodeItem]:
+    """An item's children but those its own text was read from."""
+    return (child for child in _children(item, document) if child.self_ref not in used)
 
 
 def _title(state: Projection, item: TitleItem) -> None:
-    text, used = _heading_text(item, state.document)
+    text, used = _heading_text(item, state.document, state.markdown)
     if not text:
         return
     if state.builder.span_count == 0 and not state.sections and state.title in (None, text):
@@ -289,7 +302,7 @@ def _title(state: Projection, item: TitleItem) -> None:
 
 
 def _section(state: Projection, level: int, item: TitleItem | SectionHeaderItem) -> None:
-    text, used = _heading_text(item, state.document)
+    text, used = _heading_text(item, state.document, state.markdown)
     if not text:
         return
     while state.sections and state.sections[-1][0] >= level:
@@ -357,6 +370,10 @@ def _list_entries(state: Projection, group: ListGroup) -> list[tuple[ListItem, s
     return entries
 
 
+_NOT_PIECES = (ListItem, TitleItem, SectionHeaderItem)
+"""Text items that are blocks of their own, never a piece of a line."""
+
+
 def _runs_in_item(child: NodeItem) -> bool:
     """Whether a list item's child is part of the item's own line: an inline group or a
     piece of plain text (not a nested list, a code block, a table or a figure)."""
@@ -364,7 +381,7 @@ def _runs_in_item(child: NodeItem) -> bool:
         return True
     return (
         isinstance(child, TextItem)
-        and not isinstance(child, (ListItem, TitleItem, SectionHeaderItem, CodeItem))
+        and not isinstance(child, (*_NOT_PIECES, CodeItem))
         and child.label not in _FURNITURE
     )
 
