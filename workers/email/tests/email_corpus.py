@@ -231,3 +231,26 @@ def mbox(messages: Sequence[bytes], *, crlf: bool = False) -> bytes:
         out += text.rstrip(b"\n") + b"\n\n"
     data = bytes(out)
     return data.replace(b"\n", b"\r\n") if crlf else data
+
+
+# -- TNEF (winmail.dat) ---------------------------------------------------------------------
+
+
+def _tnef_attribute(level: int, attribute: int, kind: int, data: bytes) -> bytes:
+    """One TNEF attribute: level, id (its low word, then its type), length, data, and the
+    data's checksum (the sum of its bytes, mod 65536)."""
+    head = struct.pack("<BHHI", level, attribute, kind, len(data))
+    return head + data + struct.pack("<H", sum(data) & 0xFFFF)
+
+
+def tnef(files: Sequence[tuple[str, bytes]]) -> bytes:
+    """A TNEF container as Outlook writes one for a non-Outlook recipient: its version and
+    code page, then per file its rendering data, title (the 8.3-style name) and bytes."""
+    out = struct.pack("<IH", 0x223E9F78, 0x0001)
+    out += _tnef_attribute(1, 0x9006, 0x0008, struct.pack("<I", 0x00010000))
+    out += _tnef_attribute(1, 0x9007, 0x0006, struct.pack("<II", 1252, 0))
+    for name, data in files:
+        out += _tnef_attribute(2, 0x9002, 0x0006, bytes(14))
+        out += _tnef_attribute(2, 0x8010, 0x0001, name.encode("cp1252") + b"\x00")
+        out += _tnef_attribute(2, 0x800F, 0x0006, data)
+    return out

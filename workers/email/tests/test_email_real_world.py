@@ -17,7 +17,7 @@ import pytest
 from email_worker import handle
 from workers_common.conformance import run_handler
 
-from email_corpus import eml, multipart, part
+from email_corpus import eml, multipart, part, tnef
 
 
 def project(tmp_path: Path, data: bytes, fmt: str = "eml") -> dict[str, Any]:
@@ -247,6 +247,63 @@ def test_named_text_attachment_stays_a_file(tmp_path: Path) -> None:
     sub = project(tmp_path, data)
     assert message(sub)["properties"]["body_source"] == "none"
     assert len(nodes(sub, "ATTACHMENT")) == 1
+
+
+def _with_winmail(container: bytes) -> bytes:
+    return eml(
+        [("From", "a@example.com"), ("Content-Type", 'multipart/mixed; boundary="m"')],
+        multipart(
+            "m",
+            [
+                part([("Content-Type", "text/plain")], "See the attached figures."),
+                part(
+                    [
+                        ("Content-Type", 'application/ms-tnef; name="winmail.dat"'),
+                        ("Content-Transfer-Encoding", "base64"),
+                        ("Content-Disposition", 'attachment; filename="winmail.dat"'),
+                    ],
+                    base64.encodebytes(container).decode("ascii"),
+                ),
+            ],
+        ),
+    )
+
+
+def test_winmail_dat_files_are_the_messages_attachments(tmp_path: Path) -> None:
+    """Outlook wraps the files it sends to a non-Outlook recipient in a TNEF winmail.dat:
+    read as one opaque file, the attachments were lost to the graph. Its files are now the
+    message's attachments, routed and made child jobs by their own names."""
+    figures = b"region,total\r\nnorth,12\r\nsouth,9\r\n"
+    notes = b"Meeting notes: the pump station review is on 4 May.\n"
+    sub = project(
+        tmp_path, _with_winmail(tnef([("Q1 figures.csv", figures), ("notes.txt", notes)]))
+    )
+    files = {n["properties"]["filename"]: n["properties"] for n in nodes(sub, "ATTACHMENT")}
+    assert sorted(files) == ["Q1 figures.csv", "notes.txt"]
+    assert files["Q1 figures.csv"]["format"] == "csv"
+    assert files["notes.txt"]["size"] == len(notes)
+    assert "tnef:2_files_read_out" in message(sub)["properties"]["defects"]
+    children = {c["name"]: c for c in sub.get("childJobs", [])}
+    assert {files[f]["child_job"] for f in files} <= set(children)
+    assert base64.b64decode(children[files["notes.txt"]["child_job"]]["contentB64"]) == notes
+
+
+@pytest.mark.parametrize(
+    ("container", "defect"),
+    [
+        # Cut inside the file's bytes: tnefparse would give its first bytes as the file.
+        (tnef([("notes.txt", b"some notes\n" * 20)])[:-60], "tnef:unreadable"),
+        (tnef([("notes.txt", b"some notes\n")])[:45], "tnef:unreadable"),
+        (tnef([]), "tnef:no_files"),  # only the formatted body, no files
+    ],
+    ids=["cut-in-file", "cut-in-header", "no-files"],
+)
+def test_a_damaged_or_empty_winmail_dat_stays_one_attachment(
+    container: bytes, defect: str, tmp_path: Path
+) -> None:
+    sub = project(tmp_path, _with_winmail(container))
+    assert [n["properties"]["filename"] for n in nodes(sub, "ATTACHMENT")] == ["winmail.dat"]
+    assert defect in message(sub)["properties"]["defects"]
 
 
 # -- 4. addresses ---------------------------------------------------------------------------

@@ -42,6 +42,7 @@ from .reports import (
     parse_delivery_status,
     transfer_encoded,
 )
+from .tnef import is_tnef, read_tnef
 
 __all__ = [
     "BODY_BUDGET_BYTES",
@@ -187,6 +188,16 @@ class _Walker:
                 (content_type, html_to_text(text) if content_type == "text/html" else text)
             )
             return
+        if is_tnef(filename, content_type, data):
+            files = read_tnef(data)
+            if files:
+                self.defects.append(f"tnef:{len(files)}_files_read_out")
+                self.attachments.extend(
+                    ParsedAttachment(f.filename, f.content_type, f.data, truncated=truncated)
+                    for f in files
+                )
+                return
+            self.defects.append("tnef:unreadable" if files is None else "tnef:no_files")
         self.attachments.append(
             ParsedAttachment(
                 filename=filename,
