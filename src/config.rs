@@ -637,7 +637,7 @@ pub fn format_for_path(path: &Path) -> Option<&'static str> {
         "eml" => "eml",
         "msg" => "msg",
         "mbox" | "mbx" => "mbox",
-        "py" | "pyi" | "rs" | "js" | "mjs" | "cjs" | "jsx" | "ts" | "mts" | "cts" | "tsx" | "go" | "java" | "c" | "h"
+        "py" | "pyi" | "ipynb" | "rs" | "js" | "mjs" | "cjs" | "jsx" | "ts" | "mts" | "cts" | "tsx" | "go" | "java" | "c" | "h"
         | "cc" | "cpp" | "cxx" | "c++" | "hh" | "hpp" | "hxx" | "h++" | "rb" => "code",
         // Configuration, scripts and other languages: FILE nodes over their text.
         "toml" | "yaml" | "yml" | "ini" | "cfg" | "conf" | "properties" | "sh" | "bash" | "zsh" | "fish"
@@ -786,7 +786,7 @@ mod tests {
             ("repo.tar.gz", "code-archive"), ("repo.TGZ", "code-archive"), ("repo.tar.xz", "code-archive"),
             ("repo.tar.bz2", "code-archive"), ("repo.tar", "code-archive"), ("repo.zip", "code-archive"),
             ("serde-1.0.200.crate", "code-archive"), ("attrs-23.2.0-py3-none-any.whl", "code-archive"), ("tool.pyz", "code-archive"), ("guava-33.0-sources.jar", "code-archive"),
-            ("lib.rs", "code"), ("app.tsx", "code"), ("x.hpp", "code"), ("m.mjs", "code"),
+            ("lib.rs", "code"), ("analysis.ipynb", "code"), ("app.tsx", "code"), ("x.hpp", "code"), ("m.mjs", "code"),
             ("paper.pdf", "pdf"), ("memo.DOCX", "docx"), ("deck.pptx", "pptx"), ("letter.odt", "odt"), ("slides.ODP", "odp"), ("book.epub", "epub"), ("paper.tex", "latex"), ("Inbox.mbox", "mbox"), ("page.htm", "html"), ("notes.md", "md"),
             ("doc.json", "docling"), ("events.jsonl", "docling"), ("dump.NDJSON", "docling"), ("scan.PNG", "image"), ("photo.jpeg", "image"), ("fax.tif", "image"), ("logo.GIF", "image"), ("page-1.ppm", "image"), ("sheet.csv", "csv"), ("sheet.csv.gz", "csv"), ("sheet.CSV.ZST", "csv"),
             ("t.tsv.xz", "tsv"), ("book.xlsm", "xlsx"), ("old.xls", "xls"), ("b.xlsb", "xlsb"), ("c.ods", "ods"),

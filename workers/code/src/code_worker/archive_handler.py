@@ -32,7 +32,15 @@ from typing import Any
 
 import blake3
 
-from workers_common import IngestionResultBuilder, Job, NodeRef, TooLarge, batches, formats
+from workers_common import (
+    IngestionResultBuilder,
+    InvalidInput,
+    Job,
+    NodeRef,
+    TooLarge,
+    batches,
+    formats,
+)
 
 from .archive import ArchiveLimits, Listing, Member, read_archive
 from .ids import child_name, file_id, package_id, repository_id
@@ -46,6 +54,7 @@ from .limits import (
     DEFAULT_MAX_TOTAL_BYTES,
     int_option,
 )
+from .notebook import is_notebook, notebook_script
 from .repository import Repository, plan_repository
 
 __all__ = ["DOCUMENTS_ENV", "archive_root", "document_formats", "handle_archive"]
@@ -212,6 +221,17 @@ def _repository_node(
     return builder.add_node(["REPOSITORY"], props, id=repository_id(root))
 
 
+def _as_source(path: str, data: bytes) -> bytes:
+    """What the layout reads of a file: a notebook's script (its imports are in there),
+    or the notebook itself when it is not one (its child job fails invalid_input)."""
+    if not is_notebook(path):
+        return data
+    try:
+        return notebook_script(data).script
+    except InvalidInput:
+        return data
+
+
 def handle_archive(job: Job) -> Generator[dict[str, Any], Sequence[str], None]:
     """Fans a repository archive out (typed failures: too_large, invalid_input): the
     REPOSITORY and PACKAGE nodes first, then the child jobs in partials."""
@@ -224,7 +244,7 @@ def handle_archive(job: Job) -> Generator[dict[str, Any], Sequence[str], None]:
         listing = read_archive(path, limits)
     repo = plan_repository(listing, job.options, routed)
     root = archive_root(job)
-    files = {m.path: m.data for m in repo.sources if m.data is not None}
+    files = {m.path: _as_source(m.path, m.data) for m in repo.sources if m.data is not None}
     layout = Layout(files, {p: repo.languages[p] for p in files}, repo.ts_configs)
     builder = IngestionResultBuilder(options=job.options)
     repo_ref = _repository_node(builder, root, listing, repo)

@@ -25,6 +25,7 @@ from workers_common import Handler, InvalidInput, Job, TooLarge
 from .archive_handler import handle_archive
 from .languages import content_language, grammar_for, language_for
 from .limits import DEFAULT_MAX_FILE_BYTES, int_option
+from .notebook import is_notebook, notebook_script
 from .projection import FileIdentity, project_file
 from .source import decode_source
 
@@ -64,12 +65,21 @@ def handle(job: Job) -> bytes:
     ident = identity(job)
     raw = job.read_bytes()
     given = job.options.get("language")
-    if not (isinstance(given, str) and given.strip()):  # the option wins over the bytes
+    chosen = isinstance(given, str) and bool(given.strip())  # the option wins over the bytes
+    text, extra = raw, {}
+    if is_notebook(ident.path):
+        notebook = notebook_script(raw)
+        text = notebook.script
+        extra = {"notebook": {"cells": notebook.cells, "code_cells": notebook.code_cells}}
+        if not chosen:
+            given = notebook.language
+            ident = FileIdentity(ident.root, ident.path, notebook.language)
+    elif not chosen:
         given = content_language(ident.path, ident.language, raw)
         ident = FileIdentity(ident.root, ident.path, given)
-    source = decode_source(raw, python=ident.language == "python")
+    source = decode_source(text, python=ident.language == "python")
     _name, spec = language_for(ident.path, given)
-    return project_file(grammar_for(spec, raw), ident, source, raw, job.options)
+    return project_file(grammar_for(spec, text), ident, source, raw, job.options, extra)
 
 
 HANDLERS: Mapping[str, Handler] = {"code": handle, "code-archive": handle_archive}

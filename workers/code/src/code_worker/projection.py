@@ -57,7 +57,9 @@ class _Projector:
         src: Source,
         raw: bytes,
         options: Mapping[str, object],
+        file_props: Mapping[str, object],
     ) -> None:
+        self.file_props = file_props
         self.spec = spec
         self.ident = ident
         self.src = src
@@ -90,6 +92,7 @@ class _Projector:
             "blake3": blake3.blake3(self.raw).hexdigest(),
             "parse_errors": 0 if model is None else model.parse_errors,
         }
+        props.update(self.file_props)
         if src.replaced:
             props["replaced_bytes"] = src.replaced
         if src.encoding != "utf-8":  # a BOM or a Python coding declaration said so
@@ -258,7 +261,13 @@ def _resolve(options: Mapping[str, object]) -> dict[str, str]:
 
 
 def project_file(
-    spec: Spec | None, ident: FileIdentity, src: Source, raw: bytes, options: Mapping[str, object]
+    spec: Spec | None,
+    ident: FileIdentity,
+    src: Source,
+    raw: bytes,
+    options: Mapping[str, object],
+    file_props: Mapping[str, object] | None = None,
 ) -> bytes:
-    """The submission of one file (`spec` None: a FILE node alone, for unknown languages)."""
-    return _Projector(spec, ident, src, raw, options).run()
+    """The submission of one file (`spec` None: a FILE node alone, for unknown languages);
+    `file_props` are added to its FILE (a notebook's cell counts)."""
+    return _Projector(spec, ident, src, raw, options, file_props or {}).run()

@@ -45,6 +45,7 @@ LANGUAGES: Mapping[str, Spec] = {
 BY_EXTENSION: Mapping[str, str] = {
     ".py": "python",
     ".pyi": "python",
+    ".ipynb": "python",  # a notebook's kernel may say otherwise (notebook.py, in its job)
     ".rs": "rust",
     ".js": "javascript",
     ".mjs": "javascript",

@@ -20,7 +20,7 @@ _SELF = frozenset({"self", "cls"})
 
 def module_name(path: str) -> str:
     """The dotted module a repository path is, from its layout alone (`a/b/__init__.py` → `a.b`)."""
-    stem = path.rsplit(".", 1)[0] if path.endswith((".py", ".pyi")) else path
+    stem = path.rsplit(".", 1)[0] if path.endswith((".py", ".pyi", ".ipynb")) else path
     parts = [part for part in stem.split("/") if part]
     if parts and parts[-1] == "__init__":
         parts.pop()
