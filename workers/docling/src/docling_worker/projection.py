@@ -408,8 +408,6 @@ def _list_item(
     if not marker:
         # HTML and some DOCX lists carry no marker text: the canonical one.
         marker = f"{position}." if item.enumerated else "-"
-    if position > 1:
-        builder.add_text("\n")
     builder.add_text(marker + " ")
     props: dict[str, Any] = {
         "position": position,
@@ -427,34 +425,46 @@ def _list_item(
 
 
 def _list(state: Projection, group: ListGroup, parent: NodeRef) -> None:
+    # A code block, table or figure inside a list (a Markdown code block indented under an
+    # item is the list's child, not the item's) follows the whole list as a block of its own.
+    after: list[NodeItem] = []
+    if _list_lines(state, group, parent, 0, after):
+        state.builder.add_text(_SEPARATOR)
+    for child in after:
+        _item(state, child)
+
+
+_INDENT = "  "
+"""What a nested list's lines are indented by, per level."""
+
+
+def _list_lines(
+    state: Projection, group: ListGroup, parent: NodeRef, depth: int, after: list[NodeItem]
+) -> bool:
+    """Writes a list's lines, each nested list right under the item it belongs to (in
+    reading order, indented a level), and its LIST node and span; True when it wrote any."""
     entries = _list_entries(state, group)
-    # What a list holds besides its items (a Markdown code block indented under an item
-    # is the list's child, not the item's) follows the list as blocks of its own.
-    others = [c for c in _children(group, state.document) if not isinstance(c, ListItem)]
+    after.extend(c for c in _children(group, state.document) if not isinstance(c, ListItem))
     if not entries:
-        for child in others:
-            _item(state, child)
-        return
+        return False
     builder = state.builder
-    start = builder.end_offset
     list_node = state.node("LIST", {"items": len(entries)})
     state.contain(parent, list_node)
-    nested = [
-        (_list_item(state, list_node, position, item, text), item)
-        for position, (item, text) in enumerate(entries, start=1)
-    ]
-    builder.attach_span(list_node, builder.add_span_range(start, builder.end_offset, kind="list"))
-    builder.add_text(_SEPARATOR)
-    # Nested lists follow their parent list, each inside the LIST_ITEM it belongs to; a
-    # code block, table or figure inside an item follows as a block of its own.
-    for node, item in nested:
+    start = builder.end_offset
+    for position, (item, text) in enumerate(entries, start=1):
+        if depth or position > 1:
+            builder.add_text("\n")
+        builder.add_text(_INDENT * depth)
+        if position == 1:  # the span starts at the first marker, not at its indent
+            start = builder.end_offset
+        node = _list_item(state, list_node, position, item, text)
         for child in _children(item, state.document):
             if isinstance(child, ListGroup):
-                _list(state, child, node)
+                _list_lines(state, child, node, depth + 1, after)
             elif not _runs_in_item(child):
-                _item(state, child)
-    for child in others:
-        _item(state, child)
+                after.append(child)
+    builder.attach_span(list_node, builder.add_span_range(start, builder.end_offset, kind="list"))
+    return True
 
 
 def _table_rows(item: TableItem) -> list[list[str]]:
