@@ -14,7 +14,7 @@ import pytest
 from code_worker import handle
 from code_worker.archive_handler import handle_archive
 from code_worker.notebook import notebook_script
-from workers_common import InvalidInput
+from workers_common import InvalidInput, TooLarge
 from workers_common.conformance import check_determinism, check_submissions, run_handler
 
 from code_corpus import zip_bytes
@@ -131,3 +131,36 @@ def test_an_archives_notebook_is_a_source_file_whose_imports_resolve(tmp_path: P
     assert table["mypkg.util"] == "mypkg/util.py"
     assert table["#mypkg/util.py"] == "clean"
     assert subs[0]["nodes"][0]["properties"]["languages"] == {"python": 3}
+
+
+def test_a_notebook_with_large_outputs_is_read_and_its_script_is_capped(tmp_path: Path) -> None:
+    """A notebook's plots (base64 outputs) make it megabytes while its code is small: the
+    file has its own cap (max_notebook_bytes, 32 MiB), its script the source file's."""
+    plot = {"output_type": "display_data", "data": {"image/png": "A" * (5 * 1024 * 1024)}}
+    heavy = notebook([code("def f():\n    return 1\n", outputs=[plot])])
+    assert len(heavy) > 4 * 1024 * 1024  # over the default max_file_bytes
+    _, sub = _project(tmp_path, heavy)
+    assert "code:sym:repo/notebooks/analysis.ipynb#f" in {n["id"] for n in sub["nodes"]}
+    with pytest.raises(TooLarge, match=r"script of .* over max_file_bytes=20"):
+        _project(tmp_path, heavy, max_file_bytes=20)
+    with pytest.raises(TooLarge, match="over max_notebook_bytes=1000"):
+        _project(tmp_path, heavy, max_notebook_bytes=1000)
+    path = tmp_path / "repo.zip"
+    path.write_bytes(zip_bytes({"a.ipynb": heavy, "b.ipynb": ANALYSIS}))
+    subs = run_handler(
+        handle_archive,
+        path,
+        format="code-archive",
+        options={"max_notebook_bytes": len(ANALYSIS) + 1},
+    )
+    children = {c["options"]["path"]: c for s in subs for c in json.loads(s).get("childJobs", [])}
+    assert children["a.ipynb"]["options"]["oversize"] == {
+        "bytes": len(heavy),
+        "limit": 4 * 1024 * 1024,
+        "what": "max_file_bytes",
+    }
+    assert "oversize" not in children["b.ipynb"]["options"]
+    subs = run_handler(handle_archive, path, format="code-archive")
+    children = {c["options"]["path"]: c for s in subs for c in json.loads(s).get("childJobs", [])}
+    assert "oversize" not in children["a.ipynb"]["options"]
+    assert children["a.ipynb"]["options"]["max_notebook_bytes"] == 32 * 1024 * 1024

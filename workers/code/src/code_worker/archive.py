@@ -27,6 +27,8 @@ from pathlib import Path
 from workers_common import InvalidInput, TooLarge, Unsupported, formats
 
 from .languages import extension_language
+from .limits import DEFAULT_MAX_NOTEBOOK_BYTES
+from .notebook import is_notebook
 
 __all__ = ["ArchiveLimits", "Listing", "Member", "check_path", "is_document", "read_archive"]
 
@@ -73,12 +75,22 @@ class ArchiveLimits:
     max_ratio: int
     max_document_bytes: int = 0
     """The read limit of a document member (repository.is_document); 0: max_file_bytes."""
+    max_notebook_bytes: int = DEFAULT_MAX_NOTEBOOK_BYTES
+    """The read limit of a Jupyter notebook (its script is held to max_file_bytes)."""
 
     def read_limit(self, path: str) -> int:
         """How many bytes of this member are read; a larger one is listed, not read."""
         if self.max_document_bytes > self.max_file_bytes and is_document(path):
             return self.max_document_bytes
+        if is_notebook(path):
+            return max(self.max_notebook_bytes, self.max_file_bytes)
         return self.max_file_bytes
+
+    def limit_name(self, path: str) -> str:
+        """The option `read_limit` comes from, for a member over it."""
+        if self.read_limit(path) == self.max_file_bytes:
+            return "max_file_bytes"
+        return "max_notebook_bytes" if is_notebook(path) else "max_document_bytes"
 
 
 @dataclass(frozen=True, slots=True)

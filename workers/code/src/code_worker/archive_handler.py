@@ -9,6 +9,7 @@ Job options (all optional):
 - `gitignore`         false ignores the archive's own .gitignore files
 - `max_archive_bytes`, `max_entries`, `max_file_bytes`, `max_total_bytes`, `max_ratio`
                       the caps (limits.py); `max_file_bytes` is passed on to the children
+- `max_notebook_bytes`  a Jupyter notebook's file (default 32 MiB; passed on)
 - `max_parse_ms`      passed on to the children when given (handler.py)
 - `documents`         false: no document child jobs, whatever CODE_DOCUMENT_FORMATS says
 - `max_document_bytes`  a larger document is a content-less child failing too_large
@@ -50,6 +51,7 @@ from .limits import (
     DEFAULT_MAX_DOCUMENT_BYTES,
     DEFAULT_MAX_ENTRIES,
     DEFAULT_MAX_FILE_BYTES,
+    DEFAULT_MAX_NOTEBOOK_BYTES,
     DEFAULT_MAX_RATIO,
     DEFAULT_MAX_TOTAL_BYTES,
     int_option,
@@ -113,6 +115,7 @@ def _limits(job: Job, documents: bool) -> ArchiveLimits:
             if documents
             else 0
         ),
+        max_notebook_bytes=int_option(options, "max_notebook_bytes", DEFAULT_MAX_NOTEBOOK_BYTES),
     )
 
 
@@ -142,13 +145,15 @@ def _child(
         "path": member.path,
         "max_file_bytes": limits.max_file_bytes,
     }
+    if is_notebook(member.path):
+        options["max_notebook_bytes"] = limits.max_notebook_bytes
     if parse_ms is not None:
         options["max_parse_ms"] = parse_ms
     if member.data is None:
         options["oversize"] = {
             "bytes": member.size,
-            "limit": limits.max_file_bytes,
-            "what": "max_file_bytes",
+            "limit": limits.read_limit(member.path),
+            "what": limits.limit_name(member.path),
         }
         return _Child(child_name(root, member.path, f"{member.size}-bytes"), options, None)
     options.update(layout.options_for(member.path))

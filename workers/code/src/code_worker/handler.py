@@ -8,7 +8,9 @@ children):
 - `resolve`         import → repository path table, computed by the archive worker
 - `module`, `crate`, `go_modules`  layout facts the archive worker knows (see README)
 - `language`        overrides the language the file name (or a `.h` header's bytes) says
-- `max_file_bytes`  refuse a larger file as too_large (default 4 MiB)
+- `max_file_bytes`  refuse a larger file (a notebook: a larger script) as too_large
+                    (default 4 MiB)
+- `max_notebook_bytes`  refuse a larger Jupyter notebook file as too_large (default 32 MiB)
 - `max_parse_ms`    CPU time tree-sitter may spend parsing the file (default 10,000);
                     past it the job fails too_large (permanent)
 
@@ -24,7 +26,7 @@ from workers_common import Handler, InvalidInput, Job, TooLarge
 
 from .archive_handler import handle_archive
 from .languages import content_language, grammar_for, language_for
-from .limits import DEFAULT_MAX_FILE_BYTES, int_option
+from .limits import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_NOTEBOOK_BYTES, int_option
 from .notebook import is_notebook, notebook_script
 from .projection import FileIdentity, project_file
 from .source import decode_source
@@ -60,16 +62,31 @@ def identity(job: Job) -> FileIdentity:
 def handle(job: Job) -> bytes:
     """Projects one source file (typed failures: too_large, unsupported for binary)."""
     limit = int_option(job.options, "max_file_bytes", DEFAULT_MAX_FILE_BYTES)
-    if job.content is not None and job.content.size > limit:
-        raise TooLarge(f"source file of {job.content.size} bytes is over max_file_bytes={limit}")
     ident = identity(job)
+    # A notebook's outputs (plots as base64) are most of its bytes and are not read: the file
+    # has its own cap, its script the source file's.
+    notebook_file = is_notebook(ident.path)
+    file_limit, what = (
+        (
+            int_option(job.options, "max_notebook_bytes", DEFAULT_MAX_NOTEBOOK_BYTES),
+            "max_notebook_bytes",
+        )
+        if notebook_file
+        else (limit, "max_file_bytes")
+    )
+    if job.content is not None and job.content.size > file_limit:
+        raise TooLarge(f"source file of {job.content.size} bytes is over {what}={file_limit}")
     raw = job.read_bytes()
     given = job.options.get("language")
     chosen = isinstance(given, str) and bool(given.strip())  # the option wins over the bytes
     text, extra = raw, {}
-    if is_notebook(ident.path):
+    if notebook_file:
         notebook = notebook_script(raw)
         text = notebook.script
+        if len(text) > limit:
+            raise TooLarge(
+                f"the notebook's script of {len(text)} bytes is over max_file_bytes={limit}"
+            )
         extra = {"notebook": {"cells": notebook.cells, "code_cells": notebook.code_cells}}
         if not chosen:
             given = notebook.language
