@@ -171,3 +171,17 @@ def test_utf16_without_its_mark_is_read_not_refused_as_binary(encoding: str) -> 
     assert (decoded.text, decoded.encoding, decoded.source) == (text, encoding, "detected")
     with pytest.raises(InvalidInput, match="binary data"):
         decode_text(b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)) * 4)
+
+
+def test_meta_charset_reads_an_html_pages_declaration() -> None:
+    from workers_common.text import codec_name, meta_charset
+
+    assert meta_charset(b'<html><head><meta charset="Windows-1251"></head>') == "windows-1251"
+    page = b'<meta http-equiv="Content-Type" content="text/html; charset=ISO-8859-1">'
+    assert meta_charset(page) == "iso-8859-1"
+    assert meta_charset(b"<html>" + b" " * 5000 + b'<meta charset="koi8-r">') is None
+    assert meta_charset(b"<p>no declaration</p>") is None
+    assert codec_name("ISO-8859-1") == "iso8859-1"
+    assert codec_name(" UTF-8 ") == "utf-8"
+    assert codec_name("x-no-such-charset") is None
+    assert codec_name(None) is None

@@ -23,6 +23,7 @@ text.
 from __future__ import annotations
 
 import codecs
+import re
 import threading
 from dataclasses import dataclass
 
@@ -32,12 +33,14 @@ from .failures import InvalidInput
 
 __all__ = [
     "DecodedText",
+    "codec_name",
     "decode_text",
     "detect_encoding",
     "encoding_from_bom",
     "guess_encoding",
     "iso2022_encoding",
     "legacy_encoding",
+    "meta_charset",
 ]
 
 DETECTION_PREFIX = 64 * 1024
@@ -129,6 +132,32 @@ def encoding_from_bom(data: bytes) -> tuple[str, int] | None:
         if data.startswith(bom):
             return name, len(bom)
     return None
+
+
+_META_CHARSET = re.compile(
+    rb"""<meta[^>]+charset\s*=\s*["']?\s*([\w.:-]+)""", re.IGNORECASE | re.DOTALL
+)
+_META_WINDOW = 4096
+"""Bytes of an HTML page its `<meta charset>` is looked for in (WHATWG's prescan reads
+1,024; pages with long heads put it later)."""
+
+
+def codec_name(label: str | None) -> str | None:
+    """The canonical codec name an encoding label stands for (`ISO-8859-1` → `iso8859-1`),
+    or None when it names none: a browser ignores an unknown label."""
+    if not label:
+        return None
+    try:
+        return codecs.lookup(label.strip().lower()).name
+    except LookupError:
+        return None
+
+
+def meta_charset(page: bytes) -> str | None:
+    """The charset label an HTML page's `<meta charset>` or `<meta http-equiv
+    content="...; charset=...">` declares near its start, lower-cased as written."""
+    match = _META_CHARSET.search(page, 0, _META_WINDOW)
+    return match.group(1).decode("ascii", "replace").lower() if match else None
 
 
 def iso2022_encoding(data: bytes) -> str | None:

@@ -23,13 +23,18 @@ Job options (all optional):
 from __future__ import annotations
 
 import codecs
-import re
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
 from workers_common import Handler, IngestionResultBuilder, Job, TooLarge
-from workers_common.text import DecodedText, decode_text
+from workers_common.text import (
+    DecodedText,
+    codec_name,
+    decode_text,
+    encoding_from_bom,
+    meta_charset,
+)
 
 from .guards import DEFAULT_MAX_DEPTH, DEFAULT_MAX_ELEMENTS, check_html, check_markdown
 from .model import Converted
@@ -103,7 +108,7 @@ def convert(data: bytes, fmt: str, options: Mapping[str, Any], name: str = "") -
     if fmt in TEXT_FORMATS:
         data, decoded = _as_utf8(data)
     elif fmt == "html" and (overruled := _utf8_despite_declaration(data)) is not None:
-        data = _UTF8_MARK + data
+        data = codecs.BOM_UTF8 + data
         decoded = DecodedText("", "utf-8", f"utf-8 (not the declared {overruled})", 0)
     elements = _int_option(options, "max_elements", DEFAULT_MAX_ELEMENTS)
     if fmt == "html":
@@ -142,9 +147,9 @@ def _as_utf8(data: bytes) -> tuple[bytes, DecodedText | None]:
     return data, None
 
 
-_META_CHARSET = re.compile(rb"""<meta\b[^>]*?charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]{1,40})""", re.I)
-_UTF8_MARK = b"\xef\xbb\xbf"
 _ASCII = bytes(range(128))
+_NOT_LEGACY = frozenset({None, "utf-8", "utf-16", "utf-16-le", "utf-16-be", "ascii"})
+"""What `codec_name` makes of a declaration that is no legacy encoding (None: unknown)."""
 _MULTIBYTE_EVIDENCE = 4
 """Non-ASCII bytes that must all decode as UTF-8 before a declaration is overruled: a
 lone pair could be a legacy text's accident (`É` and a curly quote in cp1252 make one
@@ -158,17 +163,10 @@ def _utf8_despite_declaration(data: bytes) -> str | None:
     the caller marks it UTF-8 with a byte-order mark, which outranks a
     declaration in HTML's rules and in docling's reader. Text in a legacy encoding is
     almost never valid UTF-8 once it has a few non-ASCII bytes, so the bytes decide."""
-    if data.startswith((_UTF8_MARK, b"\xff\xfe", b"\xfe\xff")):
+    if encoding_from_bom(data) is not None:
         return None
-    declared = _META_CHARSET.search(data, 0, 4096)
-    if declared is None:
-        return None
-    name = declared.group(1).decode("ascii").lower()
-    try:
-        codec = codecs.lookup(name).name
-    except LookupError:
-        return None
-    if codec in ("utf-8", "utf-16", "utf-16-le", "utf-16-be", "ascii"):
+    name = meta_charset(data)
+    if name is None or codec_name(name) in _NOT_LEGACY:
         return None
     if len(data.translate(None, _ASCII)) < _MULTIBYTE_EVIDENCE:
         return None

@@ -12,21 +12,17 @@ import codecs
 import re
 from dataclasses import dataclass
 
-from workers_common.text import detect_encoding
+from workers_common.text import codec_name, detect_encoding, meta_charset
 
 __all__ = ["Decoded", "decode_html", "header_charset"]
 
 _HEADER_CHARSET = re.compile(r"""charset\s*=\s*["']?([\w.:-]+)""", re.IGNORECASE)
-_META_CHARSET = re.compile(
-    rb"""<meta[^>]+charset\s*=\s*["']?\s*([\w.:-]+)""", re.IGNORECASE | re.DOTALL
-)
 _BOMS = (
     (codecs.BOM_UTF8, "utf-8"),
     (codecs.BOM_UTF16_LE, "utf-16-le"),
     (codecs.BOM_UTF16_BE, "utf-16-be"),
 )
 """The marks a browser honours (WHATWG: no UTF-32)."""
-_META_WINDOW = 4096
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,19 +34,10 @@ class Decoded:
     """Where the encoding came from: header, bom, meta, detected or default."""
 
 
-def _codec(label: str | None) -> str | None:
-    if not label:
-        return None
-    try:
-        return codecs.lookup(label.strip().lower()).name
-    except LookupError:
-        return None
-
-
 def header_charset(content_type: str) -> str | None:
     """The codec a `Content-Type` header's charset names, if it names a known one."""
     match = _HEADER_CHARSET.search(content_type)
-    return _codec(match.group(1)) if match else None
+    return codec_name(match.group(1)) if match else None
 
 
 def _bom(body: bytes) -> tuple[str, int] | None:
@@ -60,22 +47,20 @@ def _bom(body: bytes) -> tuple[str, int] | None:
     return None
 
 
-def _meta(body: bytes) -> str | None:
-    match = _META_CHARSET.search(body[:_META_WINDOW])
-    return _codec(match.group(1).decode("ascii", "replace")) if match else None
-
-
 def decode_html(body: bytes, content_type: str = "") -> Decoded:
     """The page's text and how its encoding was chosen."""
     encoding = header_charset(content_type)
     if encoding is not None:
         bom = _bom(body)
-        skip = bom[1] if bom is not None and _codec(bom[0]) == encoding else 0
+        skip = bom[1] if bom is not None and codec_name(bom[0]) == encoding else 0
         return Decoded(body[skip:].decode(encoding, "replace"), encoding, "header")
     bom = _bom(body)
     if bom is not None:
         return Decoded(body[bom[1] :].decode(bom[0], "replace"), bom[0], "bom")
-    for source, found in (("meta", _meta(body)), ("detected", detect_encoding(body))):
+    for source, found in (
+        ("meta", codec_name(meta_charset(body))),
+        ("detected", detect_encoding(body)),
+    ):
         if found is not None:
             return Decoded(body.decode(found, "replace"), found, source)
     return Decoded(body.decode("utf-8", "replace"), "utf-8", "default")
