@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from docling_core.types.doc import (
     CodeItem,
@@ -271,7 +271,7 @@ def _heading_text(
         return "", frozenset()
     pieces = []
     for child in children:  # inline code is a piece too (`CodeItem`)
-        if not isinstance(child, TextItem) or isinstance(child, _NOT_PIECES):
+        if not _is_piece(child):
             break
         if child.label not in _FURNITURE:
             pieces.append(child)
@@ -370,8 +370,12 @@ def _list_entries(state: Projection, group: ListGroup) -> list[tuple[ListItem, s
     return entries
 
 
-_NOT_PIECES = (ListItem, TitleItem, SectionHeaderItem)
-"""Text items that are blocks of their own, never a piece of a line."""
+def _is_piece(child: NodeItem) -> TypeGuard[TextItem]:
+    """A text item that may be a piece of a line: not a list item, title or heading, which
+    are blocks of their own."""
+    return isinstance(child, TextItem) and not isinstance(
+        child, (ListItem, TitleItem, SectionHeaderItem)
+    )
 
 
 def _runs_in_item(child: NodeItem) -> bool:
@@ -379,11 +383,7 @@ def _runs_in_item(child: NodeItem) -> bool:
     piece of plain text (not a nested list, a code block, a table or a figure)."""
     if isinstance(child, InlineGroup):
         return True
-    return (
-        isinstance(child, TextItem)
-        and not isinstance(child, (*_NOT_PIECES, CodeItem))
-        and child.label not in _FURNITURE
-    )
+    return _is_piece(child) and not isinstance(child, CodeItem) and child.label not in _FURNITURE
 
 
 def _list_item_text(state: Projection, item: ListItem) -> str:
@@ -450,7 +450,6 @@ def _list_lines(
     builder = state.builder
     list_node = state.node("LIST", {"items": len(entries)})
     state.contain(parent, list_node)
-    start = builder.end_offset
     for position, (item, text) in enumerate(entries, start=1):
         if depth or position > 1:
             builder.add_text("\n")
