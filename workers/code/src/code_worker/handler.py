@@ -66,13 +66,9 @@ def handle(job: Job) -> bytes:
     # A notebook's outputs (plots as base64) are most of its bytes and are not read: the file
     # has its own cap, its script the source file's.
     notebook_file = is_notebook(ident.path)
-    file_limit, what = (
-        (
-            int_option(job.options, "max_notebook_bytes", DEFAULT_MAX_NOTEBOOK_BYTES),
-            "max_notebook_bytes",
-        )
-        if notebook_file
-        else (limit, "max_file_bytes")
+    what = "max_notebook_bytes" if notebook_file else "max_file_bytes"
+    file_limit = (
+        int_option(job.options, what, DEFAULT_MAX_NOTEBOOK_BYTES) if notebook_file else limit
     )
     if job.content is not None and job.content.size > file_limit:
         raise TooLarge(f"source file of {job.content.size} bytes is over {what}={file_limit}")
