@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 __all__ = [
     "EXTENSIONS",
+    "IMAGE_SIGNATURES",
     "MEDIA_TYPES",
     "ROUTABLE_FORMATS",
     "Route",
@@ -101,13 +102,16 @@ _COMPRESSIBLE = frozenset({"csv", "tsv"})
 _PDF, _PARQUET = b"%PDF-", b"PAR1"
 _ZIP = b"PK\x03\x04"
 _OLE = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
-# PNG, JPEG, TIFF (both byte orders), BMP, GIF, binary Netpbm (PBM, PGM, PPM: what
-# scanners and pdftoppm write), and RIFF (WebP's container: the docling worker checks the
-# WEBP tag at offset 8 and refuses other RIFF files as invalid_input).
-_IMAGES = (
+IMAGE_SIGNATURES = (
     b"\x89PNG\r\n\x1a\n", b"\xff\xd8\xff", b"II*\x00", b"MM\x00*", b"BM", b"GIF87a", b"GIF89a",
-    b"P4", b"P5", b"P6", b"RIFF",
+    b"P4", b"P5", b"P6",
 )  # fmt: skip
+"""Leading bytes of the images the docling worker reads by OCR: PNG, JPEG, TIFF (both byte
+orders), BMP, GIF, binary Netpbm (PBM, PGM, PPM: what scanners and pdftoppm write). WebP
+is RIFF with a WEBP tag at offset 8, checked apart."""
+# An image by name must have one of those signatures, or RIFF's (the docling worker checks
+# the WEBP tag and refuses other RIFF files as invalid_input).
+_IMAGES = (*IMAGE_SIGNATURES, b"RIFF")
 _TEXT_FORMATS = frozenset({"csv", "tsv", "html", "md", "txt", "eml", "mbox", "latex"})
 _SIGNATURES = {
     "pdf": (_PDF,),

@@ -40,7 +40,7 @@ from typing import Any
 
 from PIL import ExifTags, Image, ImageOps, UnidentifiedImageError
 
-from workers_common import InvalidInput, TooLarge, Unsupported
+from workers_common import InvalidInput, TooLarge, Unsupported, formats
 
 from .model import Converted, SourceMeta
 from .ocr import OcrOptions, check_language, ocr_options, read_page, tesseract
@@ -50,18 +50,7 @@ from .pdf_page import PageContent
 
 __all__ = ["SIGNATURES", "convert_image"]
 
-SIGNATURES = (
-    b"\x89PNG\r\n\x1a\n",
-    b"\xff\xd8\xff",  # JPEG
-    b"II*\x00",  # TIFF, little endian
-    b"MM\x00*",  # TIFF, big endian
-    b"BM",  # BMP
-    b"GIF87a",
-    b"GIF89a",
-    b"P4",  # Netpbm, binary: PBM (a scanner's black and white), PGM (grey), PPM (colour)
-    b"P5",
-    b"P6",
-)
+SIGNATURES = formats.IMAGE_SIGNATURES
 """Leading bytes of the accepted images (WebP is RIFF....WEBP, checked apart)."""
 _FORMATS = frozenset({"PNG", "JPEG", "TIFF", "BMP", "WEBP", "GIF", "PPM"})
 """Pillow's names for them (its PPM reader reads PBM and PGM too)."""
