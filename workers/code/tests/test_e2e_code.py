@@ -351,3 +351,44 @@ def test_this_repository_as_a_code_archive(tmp_path: Path, reader: Core) -> None
     # counted, not emitted; `*` re-exports and Rust tuple variants resolve (README).
     # Measured in-process: 1,302 of 1,303 (99.9 %; 94.7 % before that check).
     assert healed / len(edges) > 0.97, [e for e in edges if e["dangling"]][:20]
+
+
+def test_a_notebooks_cross_file_calls_heal_through_the_real_pool(
+    tmp_path: Path, reader: Core
+) -> None:
+    """A Jupyter notebook in a repository is a `code` child like a module: its function
+    calls into the package heal to the callee's id, and its FILE says it is a notebook."""
+    cells = [
+        {"cell_type": "markdown", "metadata": {}, "source": "# Analysis"},
+        {
+            "cell_type": "code",
+            "metadata": {},
+            "outputs": [],
+            "source": "%matplotlib inline\nfrom mypkg.util import clean\n\n"
+            "def load(rows):\n    return clean(rows)\n",
+        },
+    ]
+    notebook = json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": cells})
+    files = {
+        "mypkg/__init__.py": b"",
+        "mypkg/util.py": b"def clean(rows):\n    return [r.strip() for r in rows]\n",
+        "notebooks/analysis.ipynb": notebook.encode(),
+    }
+    archive = tmp_path / "lab.zip"
+    archive.write_bytes(zip_bytes(files))
+    summary = telha_run(tmp_path, [archive])
+    jobs = summary["jobs"]
+    assert all(j["state"] == "succeeded" for j in jobs), jobs
+    assert len(jobs) == 4
+    reader.start()
+    edges = _cross_calls(reader, jobs)
+    pairs = {(e["fromId"], e["toId"], e["dangling"]) for e in edges}
+    assert (
+        "code:sym:lab/notebooks/analysis.ipynb#load",
+        "code:sym:lab/mypkg/util.py#clean",
+        False,
+    ) in pairs
+    file = _node(reader, "code:file:lab/notebooks/analysis.ipynb")
+    assert file is not None
+    assert file["properties"]["notebook"] == {"cells": 2, "code_cells": 1}
+    assert file["properties"]["parse_errors"] == 0

@@ -19,7 +19,7 @@ import pytest
 from email_worker import handle
 from workers_common.conformance import run_handler, submission_hash
 
-from email_corpus import deep_nesting, eml, mbox, multipart, part
+from email_corpus import deep_nesting, eml, mbox, multipart, part, tnef
 from email_e2e import MISSING, TELHA_BIN, Core, has_graph_reads
 
 pytestmark = [
@@ -175,6 +175,48 @@ def csv_mail(n: int, csv_bytes: bytes) -> bytes:
             ],
         ),
     )
+
+
+@needs_graph
+def test_a_csv_inside_winmail_dat_becomes_its_own_child_job(core: Core, tmp_path: Path) -> None:
+    """Outlook's TNEF wrapper is opened by the real email worker: the csv inside is a child
+    job of its own, projected by the csv pool, and the message says what was read out."""
+    core.email_worker()
+    core.worker([sys.executable, str(CSV_STAND_IN)], "csv", "csv-1")
+    table = b"region,amount\nnorth,10\nsouth,20\n"
+    message = eml(
+        [
+            ("Message-ID", "<tnef1@example.com>"),
+            ("From", ALICE),
+            ("To", BOB),
+            ("Subject", "figures"),
+            ("Content-Type", 'multipart/mixed; boundary="t"'),
+        ],
+        multipart(
+            "t",
+            [
+                part([("Content-Type", "text/plain")], "see attached"),
+                part(
+                    [
+                        ("Content-Type", 'application/ms-tnef; name="winmail.dat"'),
+                        ("Content-Disposition", 'attachment; filename="winmail.dat"'),
+                        ("Content-Transfer-Encoding", "base64"),
+                    ],
+                    base64.b64encode(tnef([("figures.csv", table)])).decode(),
+                ),
+            ],
+        ),
+    )
+    parent = core.finished(core.ingest(write(tmp_path, "tnef.eml", message))["id"])
+    assert parent["state"] == "succeeded", parent
+    [child] = core.wait(lambda: core.jobs(format="csv"), "the csv child job")
+    assert core.finished(child["id"])["state"] == "succeeded"
+    assert core.cli("graph", child["id"])["canonicalText"] == table.decode()
+    graph = core.cli("graph", parent["id"])
+    [msg] = [n for n in graph["nodes"] if "MESSAGE" in n["labels"]]
+    assert "tnef:1_files_read_out" in msg["properties"]["defects"]
+    files = [n["properties"]["filename"] for n in graph["nodes"] if "ATTACHMENT" in n["labels"]]
+    assert files == ["figures.csv"]
 
 
 @needs_graph
