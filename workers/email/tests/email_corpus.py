@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+import compressed_rtf
 from extract_msg.ole_writer import OleWriter
 
 CRLF = b"\r\n"
@@ -103,6 +104,8 @@ class Msg:
     there is no SMTP address (sender_address stays empty)."""
     body: str | None = None
     html: bytes | None = None
+    rtf: bytes | None = None
+    """PR_RTF_COMPRESSED's uncompressed RTF (written compressed, as Outlook stores it)."""
     transport_headers: str | None = None
     message_id: str | None = None
     in_reply_to: str | None = None
@@ -151,6 +154,10 @@ def msg(spec: Msg) -> bytes:
     if spec.html is not None:
         writer.addEntry("__substg1.0_10130102", spec.html)
         props += _variable(0x1013 << 16 | _PT_BINARY, len(spec.html))
+    if spec.rtf is not None:
+        packed = compressed_rtf.compress(spec.rtf)
+        writer.addEntry("__substg1.0_10090102", packed)
+        props += _variable(0x1009 << 16 | _PT_BINARY, len(packed))
     if spec.submit_time is not None:
         props += _fixed(0x0039 << 16 | _PT_SYSTIME, _filetime(spec.submit_time))
     if spec.internet_cpid is not None:

@@ -11,13 +11,14 @@ import json
 from pathlib import Path
 from typing import Any
 
+import compressed_rtf
 import fidelity_corpus
 import pytest
 
 from email_worker import handle
 from workers_common.conformance import run_handler
 
-from email_corpus import eml, multipart, part, tnef
+from email_corpus import Msg, MsgRecipient, eml, msg, multipart, part, tnef
 
 
 def project(tmp_path: Path, data: bytes, fmt: str = "eml") -> dict[str, Any]:
@@ -346,3 +347,86 @@ def test_encoded_enclosed_message_is_decoded_for_its_child_job(
     (inner,) = nodes(project(tmp_path, fidelity_corpus.INNER), "MESSAGE")
     assert inner["id"] == "email:msg:inner-enc@example.net"
     assert inner["properties"]["subject"] == "Rechnung für März"
+
+
+# -- .msg bodies kept only as RTF (PR_RTF_COMPRESSED) ----------------------------------------
+
+_WRAPPED_HTML = (
+    rb"{\rtf1\ansi\ansicpg1252\fromhtml1 \deff0{\fonttbl{\f0\fswiss Arial;}}"
+    rb"{\*\htmltag19 <html>}{\*\htmltag34 <body>}{\*\htmltag64 <p>}\htmlrtf {\htmlrtf0 "
+    rb"The pump station review moved to {\*\htmltag84 <b>}\htmlrtf\b\htmlrtf0 Thursday"
+    rb"{\*\htmltag92 </b>}\htmlrtf\b0\htmlrtf0 , caf\'e9 at nine.\htmlrtf }\htmlrtf0 "
+    rb"{\*\htmltag72 </p>}{\*\htmltag64 <p>}\htmlrtf {\htmlrtf0 Bring the figures."
+    rb"\htmlrtf }\htmlrtf0 {\*\htmltag72 </p>}{\*\htmltag72 </body>}{\*\htmltag27 </html>}}"
+)
+_WRAPPED_TEXT = (
+    rb"{\rtf1\ansi\ansicpg1252\fromtext \deff0{\fonttbl{\f0\fswiss Arial;}}"
+    rb"The pump station review moved to Thursday.\par Bring the figures.}"
+)
+# As Outlook's own rich-text editor writes a Russian message: a Cyrillic code page and
+# font, \'xx bytes, a \uN character, a picture (hex data, no text) and a two-cell table.
+_NATIVE = (
+    rb"{\rtf1\ansi\ansicpg1251\deff0{\fonttbl{\f0\fswiss\fcharset204 Arial;}}"
+    rb"{\colortbl;\red0\green0\blue0;}\pard\f0\fs20 \'c4\'ee\'e1\'f0\'fb\'e9 \'e4\'e5\'ed\'fc,"
+    rb"\par\par The review moved to \b Thursday\b0  \u8212? see the table.\par"
+    rb"{\pict\pngblip 89504e470d0a1a0a}\par"
+    rb"\trowd\cellx2000\cellx4000 north\cell 12\cell\row Regards\par}"
+)
+
+
+def _rtf_only(rtf: bytes) -> bytes:
+    return msg(
+        Msg(
+            subject="review",
+            sender_address="a@example.com",
+            rtf=rtf,
+            recipients=[MsgRecipient("B", "b@example.com", 1)],
+        )
+    )
+
+
+@pytest.mark.parametrize(
+    ("rtf", "source", "expected"),
+    [
+        (
+            _WRAPPED_HTML,
+            "text/html",
+            "The pump station review moved to Thursday, café at nine.\n\nBring the figures.",
+        ),
+        (
+            _WRAPPED_TEXT,
+            "text/plain",
+            "The pump station review moved to Thursday.\nBring the figures.",
+        ),
+        (
+            _NATIVE,
+            "text/rtf",
+            "Добрый день,\n\nThe review moved to Thursday — see the table.\n\nnorth|12|\nRegards",
+        ),
+    ],
+    ids=["wrapped-html", "wrapped-text", "native-cp1251"],
+)
+def test_msg_body_kept_only_as_rtf_is_read(
+    tmp_path: Path, rtf: bytes, source: str, expected: str
+) -> None:
+    """A .msg whose body Outlook kept only as compressed RTF (no PR_BODY, no PR_HTML) had
+    no body at all: extract-msg unwraps plain text only. HTML wrapped in RTF is now taken
+    back out and read as HTML; native rich text is read with its code page."""
+    sub = project(tmp_path, _rtf_only(rtf), fmt="msg")
+    props = message(sub)["properties"]
+    assert props["body_source"] == source
+    assert sub["canonicalText"].endswith("\n\n" + expected)
+    assert props["defects"] == []
+
+
+def test_msg_with_a_damaged_rtf_body_keeps_the_rest(tmp_path: Path) -> None:
+    """A compressed RTF stream that does not decompress costs the body only."""
+    data = _rtf_only(_NATIVE)
+    packed = compressed_rtf.compress(_NATIVE)
+    damaged = packed[:16] + b"\xff" * (len(packed) - 16)
+    assert data.count(packed) == 1
+    sub = project(tmp_path, data.replace(packed, damaged), fmt="msg")
+    props = message(sub)["properties"]
+    assert props["body_source"] == "none"
+    assert [d.split(":")[0:2] for d in props["defects"]] == [["rtf", "undecompressable"]]
+    assert props["subject"] == "review"

@@ -20,6 +20,7 @@ from email_worker.identity import (
     subject_normalized,
 )
 from email_worker.quotes import quote_ranges
+from email_worker.rtf import DEENCAPSULATE_MAX_BYTES, rtf_body
 from workers_common.temporal import relative_mentions, self_dates
 
 
@@ -310,3 +311,27 @@ def test_routed_formats_come_from_the_environment() -> None:
     assert "pdf" in routed_formats({})
     assert routed_formats({"EMAIL_ATTACHMENT_FORMATS": "csv, EML,bogus"}) == {"csv", "eml"}
     assert routed_formats({"EMAIL_ATTACHMENT_FORMATS": ""}) == frozenset()
+
+
+def test_wrapped_rtf_past_the_unwrap_budget_is_stripped_not_lost() -> None:
+    """RTFDE parses at about 100 KB/s: a wrapped body past DEENCAPSULATE_MAX_BYTES is read
+    with striprtf (the HTML tags are an ignorable destination), with a defect."""
+    paragraph = (
+        rb"{\*\htmltag64 <p>}\htmlrtf {\htmlrtf0 Line %d of the minutes."
+        rb"\htmlrtf }\htmlrtf0 {\*\htmltag72 </p>}"
+    )
+    body = b"".join(paragraph % n for n in range(DEENCAPSULATE_MAX_BYTES // 60))
+    rtf = rb"{\rtf1\ansi\ansicpg1252\fromhtml1 {\*\htmltag19 <html>}" + body + b"}"
+    assert len(rtf) > DEENCAPSULATE_MAX_BYTES
+    text, source, defects = rtf_body(rtf)
+    assert (source, defects) == ("text/rtf", ["rtf:unwrap_over_budget"])
+    assert text.startswith("Line 0 of the minutes.")
+    assert "<p>" not in text
+    assert f"Line {DEENCAPSULATE_MAX_BYTES // 60 - 1} of the minutes." in text
+
+
+def test_rtf_that_is_not_rtf_is_stripped_with_a_defect_not_raised() -> None:
+    text, source, defects = rtf_body(b"{\\rtf1\\fromhtml1 {\\*\\htmltag19 <html>} unterminated")
+    assert source in {"text/rtf", "none"}
+    assert defects[0].startswith("rtf:unwrap_failed:")
+    assert "<html>" not in text

@@ -44,6 +44,7 @@ from .html_text import html_to_text
 from .identity import is_x500, message_ids_in
 from .model import DeliveryRecipient, DeliveryReport, Mailbox, ParsedAttachment, ParsedMessage
 from .reports import MAX_REPORT_RECIPIENTS
+from .rtf import rtf_body
 
 __all__ = ["OLE_SIGNATURE", "parse_msg"]
 
@@ -281,11 +282,13 @@ def _delivery_report(msg: Any) -> DeliveryReport | None:
 
 
 def _body(msg: Any, parsed: ParsedMessage) -> None:
-    """The plain body, else the HTML one as text. A body past BODY_BUDGET_BYTES is an
-    attachment instead (`body.txt` / `body.html`, defect `body:over_budget`), as in an
-    .eml: the message keeps everything else, the body becomes a child job of its own."""
-    body = msg.body
-    if isinstance(body, str) and body.strip():
+    """The plain body, else the HTML one as text, else the RTF one (PR_RTF_COMPRESSED: a
+    wrapped HTML or plain body, or native rich text). A body past BODY_BUDGET_BYTES is an
+    attachment instead (`body.txt` / `body.html` / `body.rtf`, defect `body:over_budget`),
+    as in an .eml: the message keeps everything else, the body becomes a child job of its
+    own."""
+    body = _plain(msg)
+    if body is not None:
         # A character is at most 4 bytes: a shorter body is within the budget unencoded.
         encoded = body.encode() if len(body) > BODY_BUDGET_BYTES // 4 else b""
         if len(encoded) > BODY_BUDGET_BYTES:
@@ -293,7 +296,6 @@ def _body(msg: Any, parsed: ParsedMessage) -> None:
             return
         parsed.body, parsed.body_source = clean_text(body).strip("\n"), "text/plain"
         return
-    # Only when there is no plain body: extract-msg also synthesizes HTML from it.
     html = _raw_html(msg)
     if html is not None and len(html) > BODY_BUDGET_BYTES:
         _over_budget(parsed, "body.html", "text/html", html)
@@ -302,6 +304,35 @@ def _body(msg: Any, parsed: ParsedMessage) -> None:
         if defect:
             parsed.defects.append(defect)
         parsed.body, parsed.body_source = html_to_text(clean_text(text)), "text/html"
+    else:
+        _rtf(msg, parsed)
+
+
+def _plain(msg: Any) -> str | None:
+    """PR_BODY when it holds more than white space. Read as a stream, not through
+    extract-msg's `body`, which falls back to unwrapping the RTF body at any size."""
+    try:
+        body = msg.getStringStream("__substg1.0_1000")
+    except Exception:  # a damaged property stream reads as absent
+        return None
+    return body if isinstance(body, str) and body.strip() else None
+
+
+def _rtf(msg: Any, parsed: ParsedMessage) -> None:
+    try:
+        rtf = msg.rtfBody  # PR_RTF_COMPRESSED, decompressed
+    except Exception as err:  # a damaged compressed stream: the message has no body
+        parsed.defects.append(f"rtf:undecompressable:{type(err).__name__}")
+        return
+    if not isinstance(rtf, bytes) or not rtf.strip():
+        return
+    if len(rtf) > BODY_BUDGET_BYTES:
+        _over_budget(parsed, "body.rtf", "application/rtf", rtf)
+        return
+    text, source, defects = rtf_body(rtf)
+    parsed.defects.extend(defects)
+    if text:
+        parsed.body, parsed.body_source = text, source
 
 
 def _over_budget(parsed: ParsedMessage, name: str, content_type: str, data: bytes) -> None:
