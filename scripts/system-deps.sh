@@ -4,7 +4,10 @@
 # install` is never used), and `iproute2` for the test that puts a worker in another
 # network namespace (tests/remote.rs), and `tesseract-ocr` + `tesseract-ocr-eng` for the docling
 # worker's OCR of scanned PDF pages and images (the traineddata ships in the package: nothing is
-# downloaded at run time). Installs only what is missing; a second run does nothing.
+# downloaded at run time), and LibreOffice's Writer and Impress without a GUI
+# (`libreoffice-writer-nogui`, `libreoffice-impress-nogui`) for the docling worker's Word and
+# PowerPoint 97-2003 and RTF documents, which it converts to DOCX/PPTX first. Installs only
+# what is missing; a second run does nothing.
 set -euo pipefail
 
 missing=()
@@ -17,13 +20,17 @@ fi
 if ! command -v tesseract >/dev/null 2>&1; then
     missing+=(tesseract-ocr tesseract-ocr-eng)
 fi
+if ! command -v soffice >/dev/null 2>&1; then
+    missing+=(libreoffice-writer-nogui libreoffice-impress-nogui)
+fi
 if [[ ${#missing[@]} -eq 0 ]]; then
     exit 0
 fi
 if ! command -v apt-get >/dev/null 2>&1; then
     echo "system-deps: missing ${missing[*]} and no apt-get: install them (for Chromium, or set" \
         "WEB_CHROMIUM in [pools.web].env; until then web pages are fetched statically only;" \
-        "without tesseract, scanned PDF pages and images are unsupported)" >&2
+        "without tesseract, scanned PDF pages and images are unsupported; without LibreOffice," \
+        ".doc, .ppt and .rtf documents are)" >&2
     exit 0
 fi
 sudo=()

@@ -93,6 +93,15 @@ def seeds() -> dict[str, tuple[str, bytes]]:
         "pptx": ("seed.pptx", docling_corpus.deck_pptx()),
         "odt": ("seed.odt", docling_corpus.report_odt()),
         "odp": ("seed.odp", docling_corpus.deck_odp()),
+        "doc": (
+            "seed.doc",
+            docling_corpus.saved_by_libreoffice(docling_corpus.report_docx(), "docx", "doc"),
+        ),
+        "ppt": (
+            "seed.ppt",
+            docling_corpus.saved_by_libreoffice(docling_corpus.deck_pptx(), "pptx", "ppt"),
+        ),
+        "rtf": ("seed.rtf", docling_corpus.LETTER_RTF),
         "epub": ("seed.epub", docling_corpus.book_epub()),
         "latex": ("seed.tex", docling_corpus.PAPER_TEX.encode()),
         "html": ("seed.html", docling_corpus.REPORT_HTML.encode()),
@@ -197,13 +206,19 @@ def curated() -> list[tuple[str, str, str, bytes, dict[str, Any]]]:
     return found
 
 
+DOCLING_FORMATS = [
+    "pdf", "image", "docx", "pptx", "odt", "odp", "epub", "html", "md", "latex", "docling",
+    "doc", "ppt", "rtf",
+]  # fmt: skip
+
+
 def pools(smoke: bool, work: Path, *, render: bool = True) -> dict[str, Pool]:
     """The served formats' pools, with the shipped supervisor.toml's limits (a smoke run
     serves the same formats with fewer cases each)."""
     base = real_pools()
     base["tabular"].formats = ["csv", "tsv", "xlsx", "xlsb", "xls", "ods", "parquet"]
     base["docling"] = Pool(
-        ["pdf", "image", "docx", "pptx", "odt", "odp", "epub", "html", "md", "latex", "docling"],
+        DOCLING_FORMATS,
         worker_module("docling_worker"),
         1,
         600,

@@ -52,6 +52,14 @@ def test_by_name(name: str, expected: str | None) -> None:
         ("fax.tiff", "", b"II*\x00rest", "image"),
         ("download", "image/webp", b"RIFF\x00\x00\x00\x00WEBPVP8 ", "image"),
         ("photo.jpg", "", b"<html>not a photo</html>", None),
+        # Word/PowerPoint 97-2003 are OLE2; Word also saves RTF under a .doc name.
+        ("memo.DOC", "", b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1rest", "doc"),
+        ("memo.doc", "", b"{\\rtf1\\ansi text}", "doc"),
+        ("memo.doc", "", b"<html><body>a web page saved as .doc</body></html>", None),
+        ("talk.pps", "", b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1rest", "ppt"),
+        ("download", "text/rtf", b"{\\rtf1\\ansi text}", "rtf"),
+        ("download", "application/msword", b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1rest", "doc"),
+        ("letter.rtf", "", b"plain text", None),
     ],
 )
 def test_detect_format(filename: str, content_type: str, data: bytes, expected: str | None) -> None:

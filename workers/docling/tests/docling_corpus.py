@@ -33,6 +33,8 @@ from odfdo import Table as OdfTable
 from pptx import Presentation
 from pptx.util import Emu
 
+from docling_worker.legacy import libreoffice_convert
+
 FIXED = datetime(2026, 3, 2, 9, 30, tzinfo=UTC)
 
 LOREM = (
@@ -212,6 +214,29 @@ def report_docx() -> bytes:
     out = io.BytesIO()
     doc.save(out)
     return _fixed_zip_times(out.getvalue())
+
+
+def saved_by_libreoffice(data: bytes, source: str, target: str) -> bytes:
+    """`data` (a DOCX or PPTX) saved as `target` (doc, rtf, ppt) by LibreOffice, as a user
+    would with Save As: Word and PowerPoint 97-2003 files that Word and PowerPoint read."""
+    return libreoffice_convert(data, source, target, 120)
+
+
+# What WordPad writes (its font and colour tables, \viewkind4, \uc1, \'xx in code page
+# 1252, \uN for what 1252 lacks), with a Word-style table row and a bulleted paragraph.
+LETTER_RTF = (
+    rb"{\rtf1\ansi\ansicpg1252\deff0\nouicompat\deflang2057{\fonttbl{\f0\fnil\fcharset0 Calibri;}"
+    rb"{\f1\fnil\fcharset2 Symbol;}}"
+    rb"{\colortbl ;\red0\green0\blue255;}"
+    rb"{\*\generator Riched20 10.0.19041}\viewkind4\uc1 "
+    rb"\pard\sa200\sl276\slmult1\b\f0\fs28\lang9 Site visit\b0\fs22\par "
+    rb"The caf\'e9 on the quay opens on 12 May 2026 \u8212? bring the keys.\par "
+    rb"\trowd\trgaph108\cellx3000\cellx6000 Room\cell Keys\cell\row "
+    rb"\trowd\trgaph108\cellx3000\cellx6000 Hall\cell 2\cell\row "
+    rb"\pard{\pntext\f1\'B7\tab}{\*\pn\pnlvlblt\pnf1\pnindent0{\pntxtb\'B7}}"
+    rb"\fi-360\li720\sa200\sl276\slmult1 Check the pumps\par "
+    rb"\pard\sa200\sl276\slmult1 Regards, Erin\par}"
+)
 
 
 def deck_pptx() -> bytes:

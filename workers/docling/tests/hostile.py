@@ -357,6 +357,8 @@ HOSTILE: dict[str, tuple[str, Callable[[], bytes], str]] = {
     "docx-zip-bomb": ("docx", docx_zip_bomb, "invalid_input"),
     "docx-no-document-xml": ("docx", docx_without_document, "invalid_input"),
     "docx-not-a-zip": ("docx", lambda: b"plain text, not a zip", "invalid_input"),
+    "doc-not-ole": ("doc", lambda: b"<html><body>saved as .doc</body></html>", "invalid_input"),
+    "rtf-cut-short": ("rtf", lambda: b"{\\rtf1\\ansi {\\b cut", "invalid_input"),
     "pptx-zip-bomb": ("pptx", pptx_zip_bomb, "too_large"),
     "pptx-no-presentation-xml": ("pptx", pptx_without_presentation, "invalid_input"),
     "pptx-not-a-zip": ("pptx", lambda: b"plain text, not a zip", "invalid_input"),

@@ -29,7 +29,8 @@ pytestmark = [
 
 REPRESENTATIVE = [
     "pdf-encrypted", "pdf-scanned", "pdf-zero-pages", "pdf-10000-pages", "pdf-cyclic-page-tree",
-    "docx-zip-bomb", "docx-no-document-xml", "pptx-zip-bomb", "pptx-truncated",
+    "docx-zip-bomb", "docx-no-document-xml", "doc-not-ole", "rtf-cut-short",
+    "pptx-zip-bomb", "pptx-truncated",
     "odt-zip-bomb", "odt-is-a-presentation", "epub-zip-bomb", "epub-external-entity",
     "html-nested-100000", "md-million-list-items",
     "json-other-tool", "json-nested-million", "json-cycle",
@@ -44,7 +45,7 @@ def run(tmp_path: Path, inputs: Path) -> dict[str, Any]:
         f'[server]\nlisten = "127.0.0.1:0"\ndata_dir = "{tmp_path / "data"}"\n'
         "[jobs]\nmax_attempts = 3\nlease_secs = 60\nbackoff_base_ms = 50\nbackoff_max_ms = 200\n"
         '[pools.docling]\nformats = ["pdf", "image", "docx", "pptx", "odt", "odp", "epub", "html",'
-        ' "md", "latex", "docling"]\nworkers = 1\n'
+        ' "md", "latex", "docling", "doc", "ppt", "rtf"]\nworkers = 1\n'
         f'command = ["{sys.executable}", "-m", "docling_worker"]\njob_timeout_secs = 120\n'
         "max_jobs_per_worker = 200\n"
         "[pools.docling.limits]\nmemory_mb = 3072\ncpu_secs = 300\nopen_files = 256\n"
@@ -82,6 +83,14 @@ def test_hostile_inputs_die_once_typed_and_good_jobs_succeed(tmp_path: Path) -> 
     (inputs / "z-last.html").write_text(corpus.REPORT_HTML)
     (inputs / "z-last.md").write_text(corpus.REPORT_MD)
     (inputs / "z-last.json").write_bytes(corpus.docling_json(corpus.docling_tables()))
+    # Word and PowerPoint 97-2003 and RTF: LibreOffice, run by the worker, inside its job.
+    (inputs / "z-last.doc").write_bytes(
+        corpus.saved_by_libreoffice(corpus.report_docx(), "docx", "doc")
+    )
+    (inputs / "z-last.ppt").write_bytes(
+        corpus.saved_by_libreoffice(corpus.deck_pptx(), "pptx", "ppt")
+    )
+    (inputs / "z-last.rtf").write_bytes(corpus.LETTER_RTF)
     # Figures with CAPTION_OF edges and a table with wrapped cells, through the core.
     (inputs / "z-last-figures.pdf").write_bytes(corpus.figure_pdf())
     (inputs / "z-last-wrapped.pdf").write_bytes(corpus.wrapped_table_pdf())
@@ -102,9 +111,12 @@ def test_hostile_inputs_die_once_typed_and_good_jobs_succeed(tmp_path: Path) -> 
             assert failure["kind"] == expected[name], (name, failure["reason"])
         else:
             assert job["state"] == "succeeded", job
-    assert len(jobs) == len(expected) + 15
+    assert len(jobs) == len(expected) + 18
     assert jobs["z-last.pptx"]["node_count"] >= 8  # DOCUMENT, SECTIONs, LIST, TABLE, ...
     assert jobs["z-last.odt"]["node_count"] >= 11  # DOCUMENT, 3 SECTIONs, LIST, TABLE, ...
+    assert jobs["z-last.doc"]["node_count"] >= 11
+    assert jobs["z-last.ppt"]["node_count"] >= 8
+    assert jobs["z-last.rtf"]["node_count"] >= 6  # DOCUMENT, PARAGRAPHs, TABLE, LIST, ITEM
     assert jobs["z-last.odp"]["node_count"] >= 7
     assert jobs["z-last.epub"]["node_count"] >= 9
     assert jobs["z-last.tex"]["node_count"] >= 12

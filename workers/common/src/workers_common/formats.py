@@ -39,6 +39,7 @@ EXTENSIONS: Mapping[str, str] = {
     "xlsx": "xlsx", "xlsm": "xlsx", "xlsb": "xlsb", "xls": "xls", "ods": "ods",
     "parquet": "parquet",
     "pdf": "pdf", "docx": "docx", "pptx": "pptx", "odt": "odt", "odp": "odp", "epub": "epub",
+    "doc": "doc", "dot": "doc", "ppt": "ppt", "pps": "ppt", "rtf": "rtf",
     "html": "html", "htm": "html", "md": "md", "markdown": "md", "tex": "latex", "latex": "latex",
     "txt": "txt", "text": "txt", "rst": "txt", "adoc": "txt", "asciidoc": "txt",
     "eml": "eml", "msg": "msg", "mbox": "mbox", "mbx": "mbox",
@@ -87,6 +88,10 @@ MEDIA_TYPES: Mapping[str, str] = {
     "image/x-portable-graymap": "image",
     "image/x-portable-pixmap": "image",
     "application/vnd.ms-excel": "xls",
+    "application/msword": "doc",
+    "application/vnd.ms-powerpoint": "ppt",
+    "application/rtf": "rtf",
+    "text/rtf": "rtf",
     "application/vnd.ms-excel.sheet.binary.macroenabled.12": "xlsb",
     "application/vnd.ms-excel.sheet.macroenabled.12": "xlsx",
 }
@@ -101,6 +106,7 @@ _COMPRESSED = {"gz": b"\x1f\x8b", "zst": b"\x28\xb5\x2f\xfd", "zstd": b"\x28\xb5
 _COMPRESSIBLE = frozenset({"csv", "tsv"})
 _PDF, _PARQUET = b"%PDF-", b"PAR1"
 _ZIP = b"PK\x03\x04"
+_RTF = b"{\\rtf"
 _OLE = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 IMAGE_SIGNATURES = (
     b"\x89PNG\r\n\x1a\n", b"\xff\xd8\xff", b"II*\x00", b"MM\x00*", b"BM", b"GIF87a", b"GIF89a",
@@ -126,6 +132,9 @@ _SIGNATURES = {
     "epub": (_ZIP,),
     "xls": (_OLE,),
     "msg": (_OLE,),
+    "doc": (_OLE, _RTF),  # Word can save RTF under a .doc name
+    "ppt": (_OLE,),
+    "rtf": (_RTF,),
     "image": _IMAGES,
 }
 

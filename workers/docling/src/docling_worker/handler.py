@@ -1,5 +1,6 @@
 """The docling worker's entry: formats pdf, image, docx, pptx, odt, odp, epub, html, md,
-latex and docling, and how a job becomes a submission.
+latex, docling, and doc, ppt and rtf (LibreOffice makes them DOCX/PPTX first), and how a
+job becomes a submission.
 
 Every input becomes a DoclingDocument first (pdf_document for PDFs, OCR'ing pages without
 a text layer; image_document for images, OCR'd; convert for DOCX, PPTX,
@@ -18,6 +19,8 @@ Job options (all optional):
 - `max_elements`  refuse HTML/Markdown with more elements as too_large (default 200,000),
                   JSON with more headings, items and cells (default 90,000)
 - `max_depth`  refuse HTML nested deeper as unsupported (default 250)
+- `max_convert_secs`  wall time LibreOffice may take to turn a .doc, .ppt or .rtf into
+               DOCX/PPTX (default 120; past it too_large)
 """
 
 from __future__ import annotations
@@ -63,6 +66,9 @@ FORMATS = (
     "md",
     "latex",
     "docling",
+    "doc",
+    "ppt",
+    "rtf",
 )
 DEFAULT_MAX_PAGES = 2000
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
@@ -104,6 +110,15 @@ def convert(data: bytes, fmt: str, options: Mapping[str, Any], name: str = "") -
 
         json_elements = _int_option(options, "max_elements", JSON_ELEMENTS)
         return load_docling_json(data, name=name, max_elements=json_elements)
+    if fmt in ("doc", "ppt", "rtf"):
+        from .convert import convert_declarative
+        from .legacy import DEFAULT_MAX_CONVERT_SECS, modern_bytes
+
+        seconds = _int_option(options, "max_convert_secs", DEFAULT_MAX_CONVERT_SECS)
+        modern, modern_format, converted_by = modern_bytes(data, fmt, seconds)
+        converted = convert_declarative(modern, modern_format)
+        converted.meta = replace(converted.meta, read_as=modern_format, converted_by=converted_by)
+        return converted
     decoded = None
     if fmt in TEXT_FORMATS:
         data, decoded = _as_utf8(data)

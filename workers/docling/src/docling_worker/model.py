@@ -27,6 +27,11 @@ class SourceMeta:
     `encoding_source` (`bom`, `escapes`, `detected`) and the bytes it had to replace."""
     encoding_source: str | None = None
     replaced_bytes: int = 0
+    read_as: str | None = None
+    """The format whose reader read a legacy document (.doc, .ppt, .rtf): `docx` or `pptx`."""
+    converted_by: str | None = None
+    """The program that made it that format (`libreoffice`); None when the bytes already
+    were (a DOCX saved under a .doc name)."""
 
 
 @dataclass(slots=True)

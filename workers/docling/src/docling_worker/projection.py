@@ -37,7 +37,7 @@ from docling_core.types.doc.document import InlineGroup
 
 from workers_common import IngestionResultBuilder, InvalidInput, NodeRef, normalize_canonical
 
-from .model import Converted
+from .model import Converted, SourceMeta
 
 __all__ = ["Block", "Projection", "project_document"]
 
@@ -192,11 +192,22 @@ def _document_properties(converted: Converted, name: str, source_format: str) ->
         props["created"] = meta.created.isoformat()
     if meta.modified is not None:
         props["modified"] = meta.modified.isoformat()
+    props.update(_how_read(meta))
+    return props
+
+
+def _how_read(meta: SourceMeta) -> dict[str, Any]:
+    """How the source was decoded or converted before docling read it, when it was."""
+    props: dict[str, Any] = {}
     if meta.encoding is not None:
         props["encoding"] = meta.encoding
         props["encoding_source"] = meta.encoding_source
     if meta.replaced_bytes:
         props["replaced_bytes"] = meta.replaced_bytes
+    if meta.read_as is not None:
+        props["read_as"] = meta.read_as
+    if meta.converted_by is not None:
+        props["converted_by"] = meta.converted_by
     return props
 
 

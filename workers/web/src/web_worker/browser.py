@@ -34,6 +34,7 @@ from playwright.async_api import Browser, BrowserContext, Playwright, async_play
 from playwright.async_api import Error as PlaywrightError
 
 from workers_common import FetchFailed, Unsupported
+from workers_common.children import pdeathsig_argv
 
 __all__ = ["BASE_FLAGS", "CHROMIUM_ENV", "ChromiumProcess", "Renderer", "find_chromium"]
 
@@ -75,11 +76,6 @@ def find_chromium(environ: Mapping[str, str] = os.environ) -> str | None:
     if configured:
         return configured if os.access(configured, os.X_OK) else None
     return shutil.which("chromium") or shutil.which("chromium-browser")
-
-
-def _pdeathsig_argv() -> list[str]:
-    setpriv = shutil.which("setpriv")
-    return [setpriv, "--pdeathsig", "KILL", "--"] if setpriv else []
 
 
 def _cpu_limit_argv() -> list[str]:
@@ -175,7 +171,7 @@ class ChromiumProcess:
         self.scratch = inside if self._scratch is None else self._scratch.path
         argv = [
             *_cpu_limit_argv(),
-            *_pdeathsig_argv(),
+            *pdeathsig_argv(),
             executable,
             *_FLAGS,
             f"--user-data-dir={self.profile}",

@@ -1,0 +1,233 @@
+"""Word and PowerPoint 97-2003 and RTF documents: LibreOffice makes them DOCX/PPTX, docling's
+readers read those (legacy.py). The inputs are made by code: our DOCX and PPTX saved in the
+old formats by LibreOffice (as Save As would), and RTF as WordPad writes it."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import olefile
+import pytest
+
+from docling_worker import handle
+from workers_common import InvalidInput, Unsupported
+from workers_common.conformance import run_handler
+
+import docling_corpus as corpus
+
+
+def project(tmp_path: Path, data: bytes, fmt: str, name: str | None = None) -> dict[str, Any]:
+    path = tmp_path / (name or f"input.{fmt}")
+    path.write_bytes(data)
+    (sub,) = run_handler(handle, path, format=fmt, name=path.name, options={})
+    result: dict[str, Any] = json.loads(sub)
+    return result
+
+
+def document(sub: dict[str, Any]) -> dict[str, Any]:
+    (found,) = [n for n in sub["nodes"] if "DOCUMENT" in n["labels"]]
+    props: dict[str, Any] = found["properties"]
+    return props
+
+
+def labels(sub: dict[str, Any]) -> set[str]:
+    return {label for n in sub["nodes"] for label in n["labels"]}
+
+
+@pytest.fixture(scope="module")
+def report_doc() -> bytes:
+    return corpus.saved_by_libreoffice(corpus.report_docx(), "docx", "doc")
+
+
+def test_word_97_document_reads_like_the_docx_it_was(tmp_path: Path, report_doc: bytes) -> None:
+    sub = project(tmp_path, report_doc, "doc")
+    text = sub["canonicalText"]
+    for piece in ("1 Parties", "effective as of 1 March 2026", "Widgets", "Invoice", "Gadget"):
+        assert piece in text
+    assert {"SECTION", "LIST", "LIST_ITEM", "TABLE"} <= labels(sub)
+    props = document(sub)
+    assert props["source_format"] == "doc"
+    assert (props["read_as"], props["converted_by"]) == ("docx", "libreoffice")
+    assert props["title"] == "Supply agreement"
+    assert props["authors"] == ["Erin Example"]
+    assert props["created"] == "2026-02-20T12:00:00+00:00"
+
+
+def test_powerpoint_97_deck_reads_like_the_pptx_it_was(tmp_path: Path) -> None:
+    deck = corpus.saved_by_libreoffice(corpus.deck_pptx(), "pptx", "ppt")
+    sub = project(tmp_path, deck, "ppt")
+    text = sub["canonicalText"]
+    for piece in ("Quarterly review", "Revenue up 12%", "Two new regions", "North", "120"):
+        assert piece in text
+    assert "TABLE" in labels(sub)
+    props = document(sub)
+    assert (props["source_format"], props["read_as"], props["page_count"]) == ("ppt", "pptx", 3)
+
+
+def test_rtf_from_wordpad_keeps_its_characters_table_and_list(tmp_path: Path) -> None:
+    sub = project(tmp_path, corpus.LETTER_RTF, "rtf")
+    text = sub["canonicalText"]
+    assert "The café on the quay opens on 12 May 2026 — bring the keys." in text
+    assert "\n- Check the pumps\n" in text  # WordPad's bullet paragraph is a list item
+    assert {"TABLE", "PARAGRAPH", "LIST_ITEM"} <= labels(sub)
+    (table,) = [n for n in sub["nodes"] if "TABLE" in n["labels"]]
+    assert table["properties"]["header"] == ["Room", "Keys"]
+    assert table["properties"]["rows"] == [["Hall", "2"]]
+    assert document(sub)["read_as"] == "docx"
+
+
+def test_rtf_saved_by_word_processor_reads_like_the_docx(tmp_path: Path) -> None:
+    rtf = corpus.saved_by_libreoffice(corpus.report_docx(), "docx", "rtf")
+    assert rtf.startswith(b"{\\rtf")
+    sub = project(tmp_path, rtf, "rtf")
+    assert "effective as of 1 March 2026" in sub["canonicalText"]
+    assert document(sub)["title"] == "Supply agreement"
+
+
+def test_rtf_or_docx_under_a_doc_name_is_read_as_what_it_is(
+    tmp_path: Path, report_doc: bytes
+) -> None:
+    rtf = project(tmp_path, corpus.LETTER_RTF, "doc", name="letter.doc")
+    assert "Check the pumps" in rtf["canonicalText"]
+    assert document(rtf)["converted_by"] == "libreoffice"
+    docx = project(tmp_path, corpus.report_docx(), "doc", name="report.doc")
+    assert "Widgets" in docx["canonicalText"]
+    assert document(docx)["read_as"] == "docx"
+    assert "converted_by" not in document(docx)
+
+
+def test_the_same_bytes_give_the_same_submission_in_any_zone(report_doc: bytes) -> None:
+    """A .doc keeps its dates in UTC and LibreOffice writes them in the local zone: the
+    worker runs it in UTC, so the submission does not depend on the host's zone."""
+    code = (
+        "import sys, hashlib; from pathlib import Path\n"
+        "from workers_common.conformance import run_handler\n"
+        "subs = run_handler('docling_worker:handle', Path(sys.argv[1]), format='doc')\n"
+        "print(hashlib.sha256(b''.join(subs)).hexdigest())\n"
+    )
+    path = Path(os.environ.get("TMPDIR", "/tmp")) / f"zones-{os.getpid()}.doc"
+    path.write_bytes(report_doc)
+    try:
+        digests = {
+            subprocess.run(
+                [sys.executable, "-c", code, str(path)],
+                env={**os.environ, "TZ": zone, "PYTHONHASHSEED": seed},
+                capture_output=True,
+                text=True,
+                check=True,
+                timeout=300,
+            ).stdout.strip()
+            for zone, seed in (("UTC", "1"), ("Asia/Tokyo", "2"), ("America/New_York", "3"))
+        }
+    finally:
+        path.unlink()
+    assert len(digests) == 1
+
+
+@pytest.mark.parametrize(
+    ("fmt", "data", "kind", "says"),
+    [
+        ("doc", b"\x00\x01 random bytes named .doc" * 40, InvalidInput, "not an OLE2"),
+        ("ppt", b"plain text named .ppt", InvalidInput, "not an OLE2"),
+        ("rtf", b"plain text named .rtf", InvalidInput, "does not start with {\\rtf"),
+        ("rtf", b"{\\rtf1 cut short {\\b", InvalidInput, "could not load"),
+    ],
+    ids=["doc-random", "ppt-text", "rtf-text", "rtf-cut-short"],
+)
+def test_what_is_not_the_format_is_refused_typed(
+    tmp_path: Path, fmt: str, data: bytes, kind: type[Exception], says: str
+) -> None:
+    path = tmp_path / f"bad.{fmt}"
+    path.write_bytes(data)
+    with pytest.raises(kind, match=says.replace("{", r"\{").replace("\\r", r"\\r")):
+        run_handler(handle, path, format=fmt, options={})
+
+
+def test_a_deck_named_doc_is_refused_before_libreoffice_sees_it(tmp_path: Path) -> None:
+    deck = corpus.saved_by_libreoffice(corpus.deck_pptx(), "pptx", "ppt")
+    path = tmp_path / "deck.doc"
+    path.write_bytes(deck)
+    with pytest.raises(InvalidInput, match="no WordDocument stream"):
+        run_handler(handle, path, format="doc", options={})
+
+
+def test_an_encrypted_word_document_is_unsupported(tmp_path: Path, report_doc: bytes) -> None:
+    path = tmp_path / "locked.doc"
+    path.write_bytes(report_doc)
+    with olefile.OleFileIO(str(path), write_mode=True) as ole:
+        fib = bytearray(ole.openstream("WordDocument").read())
+        fib[11] |= 0x01  # FIB flags word at offset 10: fEncrypted is bit 8
+        ole.write_stream("WordDocument", bytes(fib))
+    with pytest.raises(Unsupported, match="password-protected"):
+        run_handler(handle, path, format="doc", options={})
+
+
+def test_without_libreoffice_the_job_is_unsupported(
+    tmp_path: Path, report_doc: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DOCLING_LIBREOFFICE_CMD", str(tmp_path / "no-such-soffice"))
+    path = tmp_path / "report.doc"
+    path.write_bytes(report_doc)
+    with pytest.raises(Unsupported, match="needs LibreOffice"):
+        run_handler(handle, path, format="doc", options={})
+
+
+def _processes_mentioning(marker: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if marker.encode() in cmdline and b"soffice" in cmdline:
+            found.append(int(entry.name))
+    return found
+
+
+@pytest.mark.parametrize("whole_group", [True, False], ids=["group-killed", "worker-killed"])
+def test_libreoffice_dies_with_the_worker(tmp_path: Path, whole_group: bool) -> None:
+    """The supervisor SIGKILLs a worker's process group on a timeout or OOM; a LibreOffice
+    converting for it must not live on (docling's own runner starts it in a session of its
+    own, out of the group's reach). A stand-in worker converts a long document and is
+    killed while LibreOffice runs: with its group, or alone (the parent-death signal)."""
+    scratch = tmp_path / "worker-tmp"
+    scratch.mkdir()
+    source = tmp_path / "long.rtf"
+    lines = (
+        b"\\pard Line %d of the minutes, long enough to fill.\\par " % n for n in range(200_000)
+    )
+    source.write_bytes(b"{\\rtf1\\ansi " + b"".join(lines) + b"}")
+    code = (
+        "import sys; from pathlib import Path\n"
+        "from docling_worker.legacy import libreoffice_convert\n"
+        "libreoffice_convert(Path(sys.argv[1]).read_bytes(), 'rtf', 'docx', 600)\n"
+    )
+    worker = subprocess.Popen(
+        [sys.executable, "-c", code, str(source)],
+        env={**os.environ, "TMPDIR": str(scratch)},
+        start_new_session=True,  # a group of its own, as the supervisor spawns workers
+    )
+    deadline = time.monotonic() + 60
+    while not _processes_mentioning(str(scratch)) and time.monotonic() < deadline:
+        assert worker.poll() is None, "the conversion ended before LibreOffice was seen"
+        time.sleep(0.05)
+    assert _processes_mentioning(str(scratch)), "LibreOffice never started"
+    time.sleep(0.5)  # past its restart on a new profile, into the conversion
+    if whole_group:
+        os.killpg(worker.pid, signal.SIGKILL)
+    else:
+        worker.send_signal(signal.SIGKILL)
+    worker.wait(timeout=10)
+    deadline = time.monotonic() + 10
+    while _processes_mentioning(str(scratch)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _processes_mentioning(str(scratch)) == []
