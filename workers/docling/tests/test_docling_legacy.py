@@ -10,13 +10,16 @@ import signal
 import subprocess
 import sys
 import time
+from io import BytesIO
 from pathlib import Path
 from typing import Any
 
 import olefile
 import pytest
+from docling.datamodel.document import InputDocument
 
 from docling_worker import handle
+from docling_worker.convert import _BACKENDS, _open
 from workers_common import InvalidInput, Unsupported
 from workers_common.conformance import run_handler
 
@@ -231,3 +234,21 @@ def test_libreoffice_dies_with_the_worker(tmp_path: Path, whole_group: bool) -> 
     while _processes_mentioning(str(scratch)) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert _processes_mentioning(str(scratch)) == []
+
+
+@pytest.mark.parametrize("fmt", ["docx", "pptx"])
+def test_docx_and_pptx_readers_never_start_libreoffice_for_pictures(fmt: str) -> None:
+    """With LibreOffice installed, docling renders each DrawingML shape, chart and EMF/WMF
+    picture of a DOCX or PPTX through a LibreOffice run (a second each, in a session the
+    supervisor cannot kill); the projection keeps no pixels, so the worker tells the
+    backends no converter is at hand. Fails when docling renames its flags."""
+    data = corpus.report_docx() if fmt == "docx" else corpus.deck_pptx()
+    input_format, backend_class, filename = _BACKENDS[fmt]
+    plain = InputDocument(
+        path_or_stream=BytesIO(data), format=input_format, backend=backend_class, filename=filename
+    )._backend
+    converter = f"{fmt}_to_pdf_converter"
+    assert getattr(plain, f"{converter}_init") is False  # docling looks for one lazily
+    _document, backend = _open(data, fmt)
+    assert getattr(backend, converter) is None
+    assert getattr(backend, f"{converter}_init") is True

@@ -14,6 +14,7 @@ inflated.
 
 from __future__ import annotations
 
+import logging
 import re
 import zipfile
 from datetime import UTC, datetime
@@ -43,6 +44,8 @@ from workers_common import InvalidInput, TooLarge, Unsupported
 from .model import Converted, SourceMeta
 
 __all__ = ["convert_declarative"]
+
+_log = logging.getLogger(__name__)
 
 _BACKENDS: dict[str, tuple[InputFormat, type[DeclarativeDocumentBackend], str]] = {
     "docx": (InputFormat.DOCX, MsWordDocumentBackend, "input.docx"),
@@ -103,7 +106,31 @@ def _open(data: bytes, fmt: str) -> tuple[InputDocument, DeclarativeDocumentBack
         raise InvalidInput(f"not a readable {fmt.upper()} file")
     if fmt == "docx":
         _drop_xml_comments(backend)
+    if fmt in _RASTERIZERS:
+        _no_rasterizing(backend, fmt)
     return document, backend
+
+
+_RASTERIZERS = {
+    "docx": ("docx_to_pdf_converter", "docx_to_pdf_converter_init"),
+    "pptx": ("pptx_to_pdf_converter", "pptx_to_pdf_converter_init"),
+}
+"""The DOCX and PPTX backends' lazily found LibreOffice converters, with their 'looked
+already' flags."""
+
+
+def _no_rasterizing(backend: DeclarativeDocumentBackend, fmt: str) -> None:
+    """Tells docling's DOCX or PPTX backend that no LibreOffice is at hand, whether one is
+    installed or not. With one, docling renders every DrawingML shape, chart and EMF/WMF
+    picture to an image through a LibreOffice run of about a second each (18 s of the
+    RTF specification's 30 s), in a session of its own that the supervisor's kill of the
+    worker's group does not reach; the projection keeps no pixels (a FIGURE is a node
+    without text), so the rendering is only cost and risk."""
+    converter, looked = _RASTERIZERS[fmt]
+    if not (hasattr(backend, converter) and hasattr(backend, looked)):  # a docling upgrade
+        _log.warning("docling's %s backend no longer has %s/%s", fmt, converter, looked)
+    setattr(backend, converter, None)
+    setattr(backend, looked, True)
 
 
 def _drop_xml_comments(backend: DeclarativeDocumentBackend) -> None:
