@@ -250,12 +250,25 @@ def _tnef_attribute(level: int, attribute: int, kind: int, data: bytes) -> bytes
     return head + data + struct.pack("<H", sum(data) & 0xFFFF)
 
 
-def tnef(files: Sequence[tuple[str, bytes]]) -> bytes:
+def tnef(
+    files: Sequence[tuple[str, bytes]], *, body: str | None = None, rtf: bytes | None = None
+) -> bytes:
     """A TNEF container as Outlook writes one for a non-Outlook recipient: its version and
-    code page, then per file its rendering data, title (the 8.3-style name) and bytes."""
+    code page, its body (attBody in code page 1252; or PR_RTF_COMPRESSED among its MAPI
+    properties, `rtf` uncompressed here), then per file its rendering data, title (the
+    8.3-style name) and bytes."""
     out = struct.pack("<IH", 0x223E9F78, 0x0001)
     out += _tnef_attribute(1, 0x9006, 0x0008, struct.pack("<I", 0x00010000))
     out += _tnef_attribute(1, 0x9007, 0x0006, struct.pack("<II", 1252, 0))
+    if body is not None:
+        out += _tnef_attribute(1, 0x800C, 0x0002, body.encode("cp1252"))
+    if rtf is not None:
+        packed = compressed_rtf.compress(rtf)
+        # One MAPI property: count, then type PT_BINARY and id 0x1009, one value, its
+        # length and bytes padded to four.
+        prop = struct.pack("<IHHII", 1, _PT_BINARY, 0x1009, 1, len(packed))
+        prop += packed + b"\0" * (-len(packed) % 4)
+        out += _tnef_attribute(1, 0x9003, 0x0006, prop)
     for name, data in files:
         out += _tnef_attribute(2, 0x9002, 0x0006, bytes(14))
         out += _tnef_attribute(2, 0x8010, 0x0001, name.encode("cp1252") + b"\x00")

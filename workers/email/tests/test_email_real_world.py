@@ -430,3 +430,52 @@ def test_msg_with_a_damaged_rtf_body_keeps_the_rest(tmp_path: Path) -> None:
     assert props["body_source"] == "none"
     assert [d.split(":")[0:2] for d in props["defects"]] == [["rtf", "undecompressable"]]
     assert props["subject"] == "review"
+
+
+def _only_winmail(container: bytes) -> bytes:
+    """A message whose one part is winmail.dat: what a non-Outlook client receives from an
+    Exchange that takes it for Outlook (the text is nowhere but inside the container)."""
+    return eml(
+        [
+            ("From", "a@example.com"),
+            ("Subject", "review"),
+            ("Content-Type", 'application/ms-tnef; name="winmail.dat"'),
+            ("Content-Transfer-Encoding", "base64"),
+            ("Content-Disposition", 'attachment; filename="winmail.dat"'),
+        ],
+        base64.encodebytes(container).decode("ascii"),
+    )
+
+
+@pytest.mark.parametrize(
+    ("container", "source", "expected"),
+    [
+        (
+            tnef([], body="The pump station review moved to Thursday, café at nine."),
+            "application/ms-tnef:text/plain",
+            "The pump station review moved to Thursday, café at nine.",
+        ),
+        (
+            tnef([("notes.txt", b"notes\n")], rtf=_NATIVE),
+            "application/ms-tnef:text/rtf",
+            "Добрый день,\n\nThe review moved to Thursday — see the table.\n\nnorth|12|\nRegards",
+        ),
+    ],
+    ids=["plain", "rtf-with-a-file"],
+)
+def test_a_message_that_is_only_a_winmail_dat_gets_its_body(
+    tmp_path: Path, container: bytes, source: str, expected: str
+) -> None:
+    """The body was lost with the container before: the message had none."""
+    sub = project(tmp_path, _only_winmail(container))
+    props = message(sub)["properties"]
+    assert props["body_source"] == source
+    assert sub["canonicalText"].endswith("\n\n" + expected)
+
+
+def test_a_winmail_dat_body_does_not_replace_the_mime_body(tmp_path: Path) -> None:
+    container = tnef([("notes.txt", b"notes\n")], body="The container's copy.")
+    sub = project(tmp_path, _with_winmail(container))
+    assert message(sub)["properties"]["body_source"] == "text/plain"
+    assert "The container's copy." not in sub["canonicalText"]
+    assert "See the attached figures." in sub["canonicalText"]

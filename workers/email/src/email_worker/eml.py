@@ -118,6 +118,11 @@ def read_message(
         parsed.body = "\n\n".join(text for _, text in walker.body if text.strip())
         sources = sorted({source for source, text in walker.body if text.strip()})
         parsed.body_source = "+".join(sources) if sources else "none"
+        if not parsed.body and walker.tnef_body:
+            # Only a winmail.dat: its own body is what the sender wrote.
+            parsed.body, source = walker.tnef_body
+            parsed.body_source = f"application/ms-tnef:{source}"
+            parsed.defects += walker.tnef_defects
         parsed.attachments = walker.attachments
         parsed.delivery_reports = walker.reports
         parsed.returned = walker.returned
@@ -136,6 +141,9 @@ class _Walker:
         self.returned: list[ParsedMessage] = []
         self.defects: list[str] = []
         self.body_bytes = 0
+        self.tnef_body: tuple[str, str] | None = None
+        """The first winmail.dat's own body (text, source), for a message without one."""
+        self.tnef_defects: list[str] = []
 
     def _note(self, defects: list[MessageDefect]) -> None:
         self.defects.extend(f"mime:{type(defect).__name__}" for defect in defects)
@@ -189,15 +197,18 @@ class _Walker:
             )
             return
         if is_tnef(filename, content_type, data):
-            files = read_tnef(data)
-            if files:
-                self.defects.append(f"tnef:{len(files)}_files_read_out")
+            container = read_tnef(data)
+            if container is not None and container.body.strip() and not self.tnef_body:
+                self.tnef_body = (container.body, container.body_source)
+                self.tnef_defects = list(container.body_defects)
+            if container is not None and container.files:
+                self.defects.append(f"tnef:{len(container.files)}_files_read_out")
                 self.attachments.extend(
                     ParsedAttachment(f.filename, f.content_type, f.data, truncated=truncated)
-                    for f in files
+                    for f in container.files
                 )
                 return
-            self.defects.append("tnef:unreadable" if files is None else "tnef:no_files")
+            self.defects.append("tnef:unreadable" if container is None else "tnef:no_files")
         self.attachments.append(
             ParsedAttachment(
                 filename=filename,

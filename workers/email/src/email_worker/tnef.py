@@ -10,8 +10,10 @@ leaves the container as the one attachment it was, with defect `tnef:unreadable`
 A container whose attributes do not fill it exactly (cut short) is unreadable too: tnefparse
 would hand out the front of a file as the file. One that holds no files (Outlook also sends
 a winmail.dat that carries only the formatted body) stays as it is, with `tnef:no_files`.
-Embedded messages (an Outlook item attached inside) and the TNEF's own body (compressed
-RTF) are not read.
+The container's own body (plain, HTML, or compressed RTF: what Outlook sends when the
+message has no MIME text part beside it, so the recipient sees only a winmail.dat) is read
+too; the caller makes it the message's body when the MIME parts gave none. Embedded
+messages (an Outlook item attached inside) are not read.
 """
 
 from __future__ import annotations
@@ -23,7 +25,11 @@ from dataclasses import dataclass
 
 from tnefparse import TNEF
 
-__all__ = ["TnefFile", "is_tnef", "read_tnef"]
+from .charsets import clean_text, decode_bytes
+from .html_text import html_to_text
+from .rtf import rtf_body
+
+__all__ = ["Tnef", "TnefFile", "is_tnef", "read_tnef"]
 
 _SIGNATURE = b"\x78\x9f\x3e\x22"
 _CONTENT_TYPES = frozenset({"application/ms-tnef", "application/vnd.ms-tnef"})
@@ -47,9 +53,21 @@ def is_tnef(filename: str, content_type: str, data: bytes) -> bool:
     return named and data.startswith(_SIGNATURE)
 
 
-def read_tnef(data: bytes) -> list[TnefFile] | None:
-    """The files in a TNEF container, in its order (those without bytes left out); None
-    when it cannot be read."""
+@dataclass(frozen=True, slots=True)
+class Tnef:
+    """What a container holds: its files, and its body as text with where it came from
+    (`text/plain`, `text/html`, `text/rtf`; empty when it has none) and the defects
+    reading it met."""
+
+    files: list[TnefFile]
+    body: str = ""
+    body_source: str = "none"
+    body_defects: tuple[str, ...] = ()
+
+
+def read_tnef(data: bytes) -> Tnef | None:
+    """The files in a TNEF container, in its order (those without bytes left out), and its
+    body; None when it cannot be read."""
     if not _framed(data):
         return None
     try:
@@ -61,9 +79,36 @@ def read_tnef(data: bytes) -> list[TnefFile] | None:
             name = _name(attachment) or f"attachment-{index}"
             kind = mimetypes.guess_type(name, strict=False)[0] or "application/octet-stream"
             files.append(TnefFile(name, kind, bytes(attachment.data)))
+        body = _body(container)
     except Exception:
         return None
-    return files
+    return Tnef(files, *body)
+
+
+def _body(container: TNEF) -> tuple[str, str, tuple[str, ...]]:
+    """The container's body: plain (attBody, PR_BODY), else HTML (PR_HTML), else the
+    compressed RTF (PR_RTF_COMPRESSED), which may wrap either or be native rich text."""
+    codepage = container.codepage or "cp1252"
+    plain = _text(container.body, codepage)
+    if plain.strip():
+        return clean_text(plain).strip("\n"), "text/plain", ()
+    html = _text(container.htmlbody, codepage)
+    if html.strip():
+        return html_to_text(clean_text(html)), "text/html", ()
+    rtf = container.rtfbody  # decompressed (tnefparse calls compressed_rtf)
+    if isinstance(rtf, bytes) and rtf.strip():
+        text, source, defects = rtf_body(rtf)
+        return text, source, tuple(defects)
+    return "", "none", ()
+
+
+def _text(value: object, codepage: str) -> str:
+    """A body attribute: tnefparse hands out str when it decoded it, else the bytes."""
+    if isinstance(value, str):
+        return value.rstrip("\x00")
+    if isinstance(value, bytes):
+        return decode_bytes(value.rstrip(b"\x00"), codepage)[0]
+    return ""
 
 
 def _framed(data: bytes) -> bool:
