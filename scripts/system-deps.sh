@@ -38,6 +38,6 @@ if [[ $(id -u) -ne 0 ]]; then
     command -v sudo >/dev/null 2>&1 || { echo "system-deps: need root (or sudo) to install ${missing[*]}" >&2; exit 1; }
     sudo=(sudo)
 fi
-echo "system-deps: installing ${missing[*]} (Debian packages; chromium is ~480 MB)" >&2
+echo "system-deps: installing ${missing[*]} (Debian packages: chromium is ~480 MB, LibreOffice ~500 MB)" >&2
 "${sudo[@]}" apt-get update -qq
 DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"

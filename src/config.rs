@@ -627,8 +627,9 @@ pub fn format_for_path(path: &Path) -> Option<&'static str> {
         "parquet" => "parquet",
         "pdf" => "pdf",
         "png" | "jpg" | "jpeg" | "tif" | "tiff" | "bmp" | "webp" | "gif" | "pbm" | "pgm" | "ppm" | "pnm" => "image",
-        "docx" => "docx",
-        "pptx" => "pptx",
+        // Macro-enabled documents, templates and slide shows are the same packages.
+        "docx" | "docm" | "dotx" | "dotm" => "docx",
+        "pptx" | "pptm" | "ppsx" | "ppsm" | "potx" | "potm" => "pptx",
         // Word and PowerPoint 97-2003 (and their templates / shows) and RTF: the docling
         // worker has LibreOffice make them DOCX/PPTX.
         "doc" | "dot" => "doc",
@@ -792,7 +793,7 @@ mod tests {
             ("repo.tar.bz2", "code-archive"), ("repo.tar", "code-archive"), ("repo.zip", "code-archive"),
             ("serde-1.0.200.crate", "code-archive"), ("attrs-23.2.0-py3-none-any.whl", "code-archive"), ("tool.pyz", "code-archive"), ("guava-33.0-sources.jar", "code-archive"),
             ("lib.rs", "code"), ("analysis.ipynb", "code"), ("app.tsx", "code"), ("x.hpp", "code"), ("m.mjs", "code"),
-            ("paper.pdf", "pdf"), ("memo.DOCX", "docx"), ("deck.pptx", "pptx"), ("old.DOC", "doc"), ("old.ppt", "ppt"), ("note.rtf", "rtf"), ("letter.odt", "odt"), ("slides.ODP", "odp"), ("book.epub", "epub"), ("paper.tex", "latex"), ("Inbox.mbox", "mbox"), ("page.htm", "html"), ("notes.md", "md"),
+            ("paper.pdf", "pdf"), ("memo.DOCX", "docx"), ("deck.pptx", "pptx"), ("old.DOC", "doc"), ("macros.docm", "docx"), ("show.ppsx", "pptx"), ("old.ppt", "ppt"), ("note.rtf", "rtf"), ("letter.odt", "odt"), ("slides.ODP", "odp"), ("book.epub", "epub"), ("paper.tex", "latex"), ("Inbox.mbox", "mbox"), ("page.htm", "html"), ("notes.md", "md"),
             ("doc.json", "docling"), ("events.jsonl", "docling"), ("dump.NDJSON", "docling"), ("scan.PNG", "image"), ("photo.jpeg", "image"), ("fax.tif", "image"), ("logo.GIF", "image"), ("page-1.ppm", "image"), ("sheet.csv", "csv"), ("sheet.csv.gz", "csv"), ("sheet.CSV.ZST", "csv"),
             ("t.tsv.xz", "tsv"), ("book.xlsm", "xlsx"), ("old.xls", "xls"), ("b.xlsb", "xlsb"), ("c.ods", "ods"),
         ];

@@ -60,6 +60,13 @@ def test_by_name(name: str, expected: str | None) -> None:
         ("download", "text/rtf", b"{\\rtf1\\ansi text}", "rtf"),
         ("download", "application/msword", b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1rest", "doc"),
         ("letter.rtf", "", b"plain text", None),
+        ("macros.DOCM", "", b"PK\x03\x04rest", "docx"),
+        (
+            "download",
+            "application/vnd.ms-powerpoint.slideshow.macroEnabled.12",
+            b"PK\x03\x04",
+            "pptx",
+        ),
     ],
 )
 def test_detect_format(filename: str, content_type: str, data: bytes, expected: str | None) -> None:

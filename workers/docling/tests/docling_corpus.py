@@ -216,6 +216,20 @@ def report_docx() -> bytes:
     return _fixed_zip_times(out.getvalue())
 
 
+def with_main_part_type(data: bytes, plain: str, variant: str) -> bytes:
+    """A DOCX or PPTX package as its macro-enabled, template or slide-show sibling: the
+    same parts, [Content_Types].xml naming the main part `variant` instead of `plain`."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(data)) as source, zipfile.ZipFile(out, "w") as copy:
+        for member in source.infolist():
+            body = source.read(member)
+            if member.filename == "[Content_Types].xml":
+                assert plain.encode() in body
+                body = body.replace(plain.encode(), variant.encode())
+            copy.writestr(member, body)
+    return out.getvalue()
+
+
 def saved_by_libreoffice(data: bytes, source: str, target: str) -> bytes:
     """`data` (a DOCX or PPTX) saved as `target` (doc, rtf, ppt) by LibreOffice, as a user
     would with Save As: Word and PowerPoint 97-2003 files that Word and PowerPoint read."""

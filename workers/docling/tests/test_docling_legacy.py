@@ -252,3 +252,35 @@ def test_docx_and_pptx_readers_never_start_libreoffice_for_pictures(fmt: str) ->
     _document, backend = _open(data, fmt)
     assert getattr(backend, converter) is None
     assert getattr(backend, f"{converter}_init") is True
+
+
+_WORD = "application/vnd.openxmlformats-officedocument.wordprocessingml"
+_SLIDES = "application/vnd.openxmlformats-officedocument.presentationml"
+
+
+@pytest.mark.parametrize(
+    ("fmt", "variant"),
+    [
+        ("docx", "application/vnd.ms-word.document.macroEnabled.main+xml"),
+        ("docx", f"{_WORD}.template.main+xml"),
+        ("docx", "application/vnd.ms-word.template.macroEnabledTemplate.main+xml"),
+        ("pptx", f"{_SLIDES}.slideshow.main+xml"),
+        ("pptx", f"{_SLIDES}.template.main+xml"),
+        ("pptx", "application/vnd.ms-powerpoint.slideshow.macroEnabled.main+xml"),
+        ("pptx", "application/vnd.ms-powerpoint.template.macroEnabled.main+xml"),
+        ("pptx", "application/vnd.ms-powerpoint.presentation.macroEnabled.main+xml"),
+    ],
+    ids=["docm", "dotx", "dotm", "ppsx", "potx", "ppsm", "potm", "pptm"],
+)
+def test_macro_enabled_template_and_show_packages_read_as_documents(
+    tmp_path: Path, fmt: str, variant: str
+) -> None:
+    """python-docx and python-pptx refuse these for their main part's content type, though
+    the part is the plain document's: they were invalid_input."""
+    if fmt == "docx":
+        plain, data = f"{_WORD}.document.main+xml", corpus.report_docx()
+    else:
+        plain, data = f"{_SLIDES}.presentation.main+xml", corpus.deck_pptx()
+    sub = project(tmp_path, corpus.with_main_part_type(data, plain, variant), fmt)
+    expected = "effective as of 1 March 2026" if fmt == "docx" else "Revenue up 12%"
+    assert expected in sub["canonicalText"]

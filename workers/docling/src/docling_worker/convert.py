@@ -86,6 +86,8 @@ def _open(data: bytes, fmt: str) -> tuple[InputDocument, DeclarativeDocumentBack
         )
     if fmt in _CHECKED_ZIPS:
         _check_declared_sizes(data, fmt.upper())
+    if fmt in _MAIN_PART_TYPES:
+        data = _as_plain_package(data, fmt)
     document = InputDocument(
         path_or_stream=BytesIO(data), format=input_format, backend=backend_class, filename=filename
     )
@@ -131,6 +133,57 @@ def _no_rasterizing(backend: DeclarativeDocumentBackend, fmt: str) -> None:
         _log.warning("docling's %s backend no longer has %s/%s", fmt, converter, looked)
     setattr(backend, converter, None)
     setattr(backend, looked, True)
+
+
+_MAIN_PART_TYPES: dict[str, tuple[bytes, tuple[bytes, ...]]] = {
+    "docx": (
+        b"application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml",
+        (
+            b"application/vnd.ms-word.document.macroEnabled.main+xml",  # .docm
+            b"application/vnd.openxmlformats-officedocument.wordprocessingml.template.main+xml",
+            b"application/vnd.ms-word.template.macroEnabledTemplate.main+xml",  # .dotm
+        ),
+    ),
+    "pptx": (
+        b"application/vnd.openxmlformats-officedocument.presentationml.presentation.main+xml",
+        (
+            b"application/vnd.openxmlformats-officedocument.presentationml.slideshow.main+xml",
+            b"application/vnd.openxmlformats-officedocument.presentationml.template.main+xml",
+            b"application/vnd.ms-powerpoint.slideshow.macroEnabled.main+xml",  # .ppsm
+            b"application/vnd.ms-powerpoint.template.macroEnabled.main+xml",  # .potm
+        ),
+    ),
+}
+"""A package's main part types that python-docx / python-pptx refuse though the part is the
+plain document's: macro-enabled documents, templates and slide shows (.docm, .dotx, .dotm;
+.ppsx, .potx, .ppsm, .potm; python-pptx takes a .pptm as it is). Their macros live in a
+part of their own (vbaProject.bin), which is never run or read."""
+
+
+def _as_plain_package(data: bytes, fmt: str) -> bytes:
+    """`data`, or for a variant package (above) a copy whose [Content_Types].xml names its
+    main part as the plain document's, every other member as it was (stored, not
+    compressed again). Its declared sizes are checked first: the copy inflates them."""
+    plain, variants = _MAIN_PART_TYPES[fmt]
+    try:
+        with zipfile.ZipFile(BytesIO(data)) as archive:
+            types = archive.read("[Content_Types].xml")
+            found = [variant for variant in variants if variant in types]
+            if not found:
+                return data
+            _check_declared_sizes(data, fmt.upper())
+            out = BytesIO()
+            with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as copy:
+                for member in archive.infolist():
+                    body = archive.read(member)
+                    if member.filename == "[Content_Types].xml":
+                        body = body.replace(found[0], plain)
+                    copy.writestr(member.filename, body)
+    except KeyError:  # no [Content_Types].xml: docling's reader says what is wrong
+        return data
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as err:
+        raise InvalidInput(f"not a readable {fmt.upper()} file: {str(err)[:200]}") from err
+    return out.getvalue()
 
 
 def _drop_xml_comments(backend: DeclarativeDocumentBackend) -> None:
