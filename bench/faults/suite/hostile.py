@@ -102,6 +102,7 @@ def seeds() -> dict[str, tuple[str, bytes]]:
             docling_corpus.saved_by_libreoffice(docling_corpus.deck_pptx(), "pptx", "ppt"),
         ),
         "rtf": ("seed.rtf", docling_corpus.LETTER_RTF),
+        "mhtml": ("seed.mhtml", docling_corpus.saved_page_mhtml()),
         "epub": ("seed.epub", docling_corpus.book_epub()),
         "latex": ("seed.tex", docling_corpus.PAPER_TEX.encode()),
         "html": ("seed.html", docling_corpus.REPORT_HTML.encode()),
@@ -208,7 +209,7 @@ def curated() -> list[tuple[str, str, str, bytes, dict[str, Any]]]:
 
 DOCLING_FORMATS = [
     "pdf", "image", "docx", "pptx", "odt", "odp", "epub", "html", "md", "latex", "docling",
-    "doc", "ppt", "rtf",
+    "doc", "ppt", "rtf", "mhtml",
 ]  # fmt: skip
 
 

@@ -61,6 +61,8 @@ def test_by_name(name: str, expected: str | None) -> None:
         ("download", "application/msword", b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1rest", "doc"),
         ("letter.rtf", "", b"plain text", None),
         ("macros.DOCM", "", b"PK\x03\x04rest", "docx"),
+        ("saved.mht", "", b"From: <Saved by Blink>\r\nContent-Type: multipart/related", "mhtml"),
+        ("saved.mht", "", b"PK\x03\x04 a zip named .mht", None),
         (
             "download",
             "application/vnd.ms-powerpoint.slideshow.macroEnabled.12",

@@ -5,8 +5,10 @@ the same call gives the same bytes (fixed dates, no clock): samples/ is written 
 
 from __future__ import annotations
 
+import base64
 import io
 import json
+import quopri
 import zipfile
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -228,6 +230,45 @@ def with_main_part_type(data: bytes, plain: str, variant: str) -> bytes:
                 body = body.replace(plain.encode(), variant.encode())
             copy.writestr(member, body)
     return out.getvalue()
+
+
+def saved_page_mhtml() -> bytes:
+    """A page saved as Chrome saves "Webpage, single file": the page's address in
+    Snapshot-Content-Location, its HTML quoted-printable in windows-1252 while the page
+    itself declares ISO-8859-1 (the charset Chrome writes is the one it decoded with),
+    then an image part."""
+    html = (
+        '<!DOCTYPE html><html><head><meta charset="iso-8859-1"><title>Caf\u00e9 hours</title>'
+        "</head><body><h1>Caf\u00e9 hours</h1><p>Open 8-18 from 2 May 2026, coffee \u20ac2.</p>"
+        '<ul><li>Espresso</li><li>Cr\u00eape</li></ul><img src="cid:img1"></body></html>'
+    ).encode("cp1252")
+    quoted = quopri.encodestring(html).decode("ascii").replace("\n", "\r\n")
+    parts = [
+        "From: <Saved by Blink>",
+        "Snapshot-Content-Location: https://example.com/cafe/hours",
+        "Subject: =?utf-8?Q?Caf=C3=A9_hours?=",
+        "Date: Sat, 2 May 2026 09:00:00 -0000",
+        "MIME-Version: 1.0",
+        'Content-Type: multipart/related; type="text/html"; boundary="----MultipartBoundary--x"',
+        "",
+        "",
+        "------MultipartBoundary--x",
+        "Content-Type: text/html; charset=windows-1252",
+        "Content-ID: <frame-1@mhtml.blink>",
+        "Content-Transfer-Encoding: quoted-printable",
+        "Content-Location: https://example.com/cafe/hours",
+        "",
+        quoted,
+        "------MultipartBoundary--x",
+        "Content-Type: image/png",
+        "Content-Transfer-Encoding: base64",
+        "Content-Location: cid:img1",
+        "",
+        base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(32)).decode("ascii"),
+        "------MultipartBoundary--x--",
+        "",
+    ]
+    return "\r\n".join(parts).encode("ascii")
 
 
 def saved_by_libreoffice(data: bytes, source: str, target: str) -> bytes:

@@ -1,6 +1,8 @@
 """Word and PowerPoint 97-2003 and RTF documents: LibreOffice makes them DOCX/PPTX, docling's
-readers read those (legacy.py). The inputs are made by code: our DOCX and PPTX saved in the
-old formats by LibreOffice (as Save As would), and RTF as WordPad writes it."""
+readers read those (legacy.py); the packages python-docx and python-pptx refuse by content
+type (macro-enabled, templates, shows); web pages saved as MHTML (mhtml.py). The inputs are
+made by code: our DOCX and PPTX saved in the old formats by LibreOffice (as Save As would),
+RTF as WordPad writes it, MHTML as Chrome does."""
 
 from __future__ import annotations
 
@@ -284,3 +286,28 @@ def test_macro_enabled_template_and_show_packages_read_as_documents(
     sub = project(tmp_path, corpus.with_main_part_type(data, plain, variant), fmt)
     expected = "effective as of 1 March 2026" if fmt == "docx" else "Revenue up 12%"
     assert expected in sub["canonicalText"]
+
+
+def test_saved_web_page_mhtml_reads_its_page_in_the_part_charset(tmp_path: Path) -> None:
+    """The root page is read as HTML in the charset its MIME part names (windows-1252: the
+    euro sign, a C1 control in ISO-8859-1), not the page's stale `<meta charset>`; the
+    address it was saved from is the DOCUMENT's `url`."""
+    sub = project(tmp_path, corpus.saved_page_mhtml(), "mhtml")
+    text = sub["canonicalText"]
+    assert "Open 8-18 from 2 May 2026, coffee €2." in text
+    assert "- Crêpe" in text
+    props = document(sub)
+    assert (props["title"], props["url"]) == ("Café hours", "https://example.com/cafe/hours")
+    assert props["source_format"] == "mhtml"
+
+
+@pytest.mark.parametrize(
+    "data",
+    [b"just text, no MIME header", b"Content-Type: multipart/related; boundary=b\r\n\r\n--b--"],
+    ids=["no-header", "no-page"],
+)
+def test_mhtml_without_a_page_is_invalid_input(tmp_path: Path, data: bytes) -> None:
+    path = tmp_path / "page.mhtml"
+    path.write_bytes(data)
+    with pytest.raises(InvalidInput, match="not an MHTML archive"):
+        run_handler(handle, path, format="mhtml", options={})

@@ -45,7 +45,7 @@ def run(tmp_path: Path, inputs: Path) -> dict[str, Any]:
         f'[server]\nlisten = "127.0.0.1:0"\ndata_dir = "{tmp_path / "data"}"\n'
         "[jobs]\nmax_attempts = 3\nlease_secs = 60\nbackoff_base_ms = 50\nbackoff_max_ms = 200\n"
         '[pools.docling]\nformats = ["pdf", "image", "docx", "pptx", "odt", "odp", "epub", "html",'
-        ' "md", "latex", "docling", "doc", "ppt", "rtf"]\nworkers = 1\n'
+        ' "md", "latex", "docling", "doc", "ppt", "rtf", "mhtml"]\nworkers = 1\n'
         f'command = ["{sys.executable}", "-m", "docling_worker"]\njob_timeout_secs = 120\n'
         "max_jobs_per_worker = 200\n"
         "[pools.docling.limits]\nmemory_mb = 3072\ncpu_secs = 300\nopen_files = 256\n"
@@ -91,6 +91,7 @@ def test_hostile_inputs_die_once_typed_and_good_jobs_succeed(tmp_path: Path) -> 
         corpus.saved_by_libreoffice(corpus.deck_pptx(), "pptx", "ppt")
     )
     (inputs / "z-last.rtf").write_bytes(corpus.LETTER_RTF)
+    (inputs / "z-last.mht").write_bytes(corpus.saved_page_mhtml())
     # Figures with CAPTION_OF edges and a table with wrapped cells, through the core.
     (inputs / "z-last-figures.pdf").write_bytes(corpus.figure_pdf())
     (inputs / "z-last-wrapped.pdf").write_bytes(corpus.wrapped_table_pdf())
@@ -111,12 +112,13 @@ def test_hostile_inputs_die_once_typed_and_good_jobs_succeed(tmp_path: Path) -> 
             assert failure["kind"] == expected[name], (name, failure["reason"])
         else:
             assert job["state"] == "succeeded", job
-    assert len(jobs) == len(expected) + 18
+    assert len(jobs) == len(expected) + 19
     assert jobs["z-last.pptx"]["node_count"] >= 8  # DOCUMENT, SECTIONs, LIST, TABLE, ...
     assert jobs["z-last.odt"]["node_count"] >= 11  # DOCUMENT, 3 SECTIONs, LIST, TABLE, ...
     assert jobs["z-last.doc"]["node_count"] >= 11
     assert jobs["z-last.ppt"]["node_count"] >= 8
     assert jobs["z-last.rtf"]["node_count"] >= 6  # DOCUMENT, PARAGRAPHs, TABLE, LIST, ITEM
+    assert jobs["z-last.mht"]["node_count"] >= 5  # DOCUMENT, PARAGRAPH, LIST, 2 ITEMs
     assert jobs["z-last.odp"]["node_count"] >= 7
     assert jobs["z-last.epub"]["node_count"] >= 9
     assert jobs["z-last.tex"]["node_count"] >= 12

@@ -42,7 +42,8 @@ EXTENSIONS: Mapping[str, str] = {
     "doc": "doc", "dot": "doc", "ppt": "ppt", "pps": "ppt", "rtf": "rtf",
     "docm": "docx", "dotx": "docx", "dotm": "docx",
     "pptm": "pptx", "ppsx": "pptx", "ppsm": "pptx", "potx": "pptx", "potm": "pptx",
-    "html": "html", "htm": "html", "md": "md", "markdown": "md", "tex": "latex", "latex": "latex",
+    "html": "html", "htm": "html", "mht": "mhtml", "mhtml": "mhtml",
+    "md": "md", "markdown": "md", "tex": "latex", "latex": "latex",
     "txt": "txt", "text": "txt", "rst": "txt", "adoc": "txt", "asciidoc": "txt",
     "eml": "eml", "msg": "msg", "mbox": "mbox", "mbx": "mbox",
     "png": "image", "jpg": "image", "jpeg": "image", "tif": "image", "tiff": "image",
@@ -66,6 +67,8 @@ MEDIA_TYPES: Mapping[str, str] = {
     "message/rfc822": "eml",
     "application/vnd.ms-outlook": "msg",
     "text/html": "html",
+    "multipart/related": "mhtml",
+    "application/x-mimearchive": "mhtml",
     "text/markdown": "md",
     "text/plain": "txt",
     "application/x-latex": "latex",
@@ -128,7 +131,7 @@ is RIFF with a WEBP tag at offset 8, checked apart."""
 # An image by name must have one of those signatures, or RIFF's (the docling worker checks
 # the WEBP tag and refuses other RIFF files as invalid_input).
 _IMAGES = (*IMAGE_SIGNATURES, b"RIFF")
-_TEXT_FORMATS = frozenset({"csv", "tsv", "html", "md", "txt", "eml", "mbox", "latex"})
+_TEXT_FORMATS = frozenset({"csv", "tsv", "html", "mhtml", "md", "txt", "eml", "mbox", "latex"})
 _SIGNATURES = {
     "pdf": (_PDF,),
     "parquet": (_PARQUET,),

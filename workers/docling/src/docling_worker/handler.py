@@ -1,6 +1,6 @@
 """The docling worker's entry: formats pdf, image, docx, pptx, odt, odp, epub, html, md,
-latex, docling, and doc, ppt and rtf (LibreOffice makes them DOCX/PPTX first), and how a
-job becomes a submission.
+latex, docling, doc, ppt and rtf (LibreOffice makes them DOCX/PPTX first) and mhtml (its
+root page read as HTML), and how a job becomes a submission.
 
 Every input becomes a DoclingDocument first (pdf_document for PDFs, OCR'ing pages without
 a text layer; image_document for images, OCR'd; convert for DOCX, PPTX,
@@ -69,6 +69,7 @@ FORMATS = (
     "doc",
     "ppt",
     "rtf",
+    "mhtml",
 )
 DEFAULT_MAX_PAGES = 2000
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
@@ -111,14 +112,16 @@ def convert(data: bytes, fmt: str, options: Mapping[str, Any], name: str = "") -
         json_elements = _int_option(options, "max_elements", JSON_ELEMENTS)
         return load_docling_json(data, name=name, max_elements=json_elements)
     if fmt in ("doc", "ppt", "rtf"):
-        from .convert import convert_declarative
-        from .legacy import DEFAULT_MAX_CONVERT_SECS, modern_bytes
+        return _legacy(data, fmt, options)
+    return _declarative(data, fmt, options)
 
-        seconds = _int_option(options, "max_convert_secs", DEFAULT_MAX_CONVERT_SECS)
-        modern, modern_format, converted_by = modern_bytes(data, fmt, seconds)
-        converted = convert_declarative(modern, modern_format)
-        converted.meta = replace(converted.meta, read_as=modern_format, converted_by=converted_by)
-        return converted
+
+def _declarative(data: bytes, fmt: str, options: Mapping[str, Any]) -> Converted:
+    """DOCX, PPTX, ODT, ODP, EPUB, HTML (a saved page's too), Markdown and LaTeX through
+    docling's own readers, after the guards and the decoding they need."""
+    url = None
+    if fmt == "mhtml":
+        data, url, fmt = _saved_page(data)
     decoded = None
     if fmt in TEXT_FORMATS:
         data, decoded = _as_utf8(data)
@@ -135,6 +138,8 @@ def convert(data: bytes, fmt: str, options: Mapping[str, Any], name: str = "") -
     from .convert import convert_declarative
 
     converted = convert_declarative(data, fmt)
+    if url is not None:
+        converted.meta = replace(converted.meta, url=url)
     if decoded is not None:
         converted.meta = replace(
             converted.meta,
@@ -143,6 +148,26 @@ def convert(data: bytes, fmt: str, options: Mapping[str, Any], name: str = "") -
             replaced_bytes=decoded.replaced,
         )
     return converted
+
+
+def _legacy(data: bytes, fmt: str, options: Mapping[str, Any]) -> Converted:
+    """A .doc, .ppt or .rtf: made DOCX/PPTX by LibreOffice, then read as one."""
+    from .convert import convert_declarative
+    from .legacy import DEFAULT_MAX_CONVERT_SECS, modern_bytes
+
+    seconds = _int_option(options, "max_convert_secs", DEFAULT_MAX_CONVERT_SECS)
+    modern, modern_format, converted_by = modern_bytes(data, fmt, seconds)
+    converted = convert_declarative(modern, modern_format)
+    converted.meta = replace(converted.meta, read_as=modern_format, converted_by=converted_by)
+    return converted
+
+
+def _saved_page(data: bytes) -> tuple[bytes, str | None, str]:
+    """An MHTML archive's root page, the address it was saved from, and `html`."""
+    from .mhtml import mhtml_page
+
+    page = mhtml_page(data)
+    return page.html, page.url, "html"
 
 
 TEXT_FORMATS = ("md", "latex")

@@ -29,6 +29,8 @@ class SourceMeta:
     replaced_bytes: int = 0
     read_as: str | None = None
     """The format whose reader read a legacy document (.doc, .ppt, .rtf): `docx` or `pptx`."""
+    url: str | None = None
+    """Where a saved web page (MHTML) was saved from."""
     converted_by: str | None = None
     """The program that made it that format (`libreoffice`); None when the bytes already
     were (a DOCX saved under a .doc name)."""

@@ -208,6 +208,8 @@ def _how_read(meta: SourceMeta) -> dict[str, Any]:
         props["read_as"] = meta.read_as
     if meta.converted_by is not None:
         props["converted_by"] = meta.converted_by
+    if meta.url is not None:
+        props["url"] = meta.url
     return props
 
 
