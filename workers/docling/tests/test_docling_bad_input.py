@@ -152,6 +152,27 @@ def test_html_with_omitted_end_tags_converts_as_a_browser_reads_it(tmp_path: Pat
     assert sum("LIST_ITEM" in ls for ls in labels) >= items
 
 
+def test_comments_in_a_paragraph_around_a_block_are_not_text(tmp_path: Path) -> None:
+    """docling's HTML reader turns comments into text when it splits a `<p>` that holds a
+    block (a table, a list). Word's "Web Page" and MHTML files keep VML drawings in
+    conditional comments inside such paragraphs: pages of markup and base64 came out as
+    the document's text. The guard cuts comments (and Word's `<![if]>` markers) out."""
+    page = (
+        b'<html><body><p class=MsoNormal><!--[if gte vml 1]><v:shape id=t1 o:gfxdata="'
+        + b"UEsDBBQABgAIAAAAIQC2gziS" * 40
+        + b'"><v:textbox>drawing</v:textbox></v:shape><![endif]--><![if !vml]>'
+        b"<table><tr><td>Kept cell</td></tr></table><![endif]>Kept text</p></body></html>"
+    )
+    path = tmp_path / "word.htm"
+    path.write_bytes(page)
+    (sub,) = run_handler(handle, path, format="html", name=path.name, options={})
+    text = json.loads(sub)["canonicalText"]
+    assert "Kept cell" in text
+    assert "Kept text" in text
+    for junk in ("gfxdata", "UEsDB", "v:shape", "if gte", "endif", "if !vml"):
+        assert junk not in text
+
+
 def test_writing_in_omitted_end_tags_changes_nothing_docling_projects(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -167,9 +188,12 @@ def test_writing_in_omitted_end_tags_changes_nothing_docling_projects(
         b'<script>var s = "<li>x<li>y";</script><!-- <li>z --><p>end</p></body></html>'
     )
     shape = html_shape(page, 250)
-    assert shape.omitted
+    end_tags = [(start, end) for start, end, added in shape.edits if added]
+    assert end_tags
     assert shape.depth < 10
-    assert all(offset < page.index(b"<script>") for offset, _ in shape.omitted)
+    assert all(start < page.index(b"<script>") for start, _ in end_tags)
+    (comment,) = [(start, end) for start, end, added in shape.edits if not added]
+    assert page[comment[0] : comment[1]] == b"<!-- <li>z -->"
     path = tmp_path / "lists.html"
     path.write_bytes(page)
     written_in = run_handler(handle, path, format="html", name=path.name, options={})

@@ -38,7 +38,10 @@ DEFAULT_MAX_DEPTH = 250
 DEFAULT_MAX_ELEMENTS = 200_000
 
 _TAG = re.compile(rb"<(/?)([A-Za-z][A-Za-z0-9:-]{0,40})(?:\s[^<>]*?)?(/?)>")
-_MARK = re.compile(b"<!--|" + _TAG.pattern)
+# Word's downlevel-revealed conditionals (`<![if !vml]>`, `<![endif]>`): bogus comments in
+# HTML's rules, markers around content that is read.
+_REVEALED = rb"<!\[(?:if\b[^>]{0,200}|endif\s*)\]>"
+_MARK = re.compile(b"<!--|" + _REVEALED + b"|" + _TAG.pattern, re.I)
 _RAW_TEXT = {
     # Elements whose content is text up to their own end tag, whatever `<` it holds.
     name: re.compile(rb"</" + name + rb"\s*>", re.I)
@@ -89,21 +92,38 @@ class HtmlShape:
     """The deepest nesting (the scan stops past `stop_at`)."""
     opened: int
     """Opening tags seen."""
-    omitted: list[tuple[int, bytes]]
-    """Where end tags were left out (`<li>a<li>b`): the offset of the tag that closes
-    them, and the end tags a browser would have closed there."""
+    edits: list[tuple[int, int, bytes]]
+    """What to change before docling reads the page, in order: end tags left out
+    (`<li>a<li>b`: at the tag that closes them, the end tags a browser would have closed
+    there) written in, and comments and conditional markers cut out (start, end, b"")."""
+
+
+def _comment_end(data: bytes, match: re.Match[bytes]) -> int | None:
+    """Where a comment (to its `-->`, else the end of the page) or a conditional marker
+    that `match` starts ends; None when `match` is a tag."""
+    mark = match.group(0)
+    if mark == b"<!--":
+        end = data.find(b"-->", match.end())
+        return len(data) if end < 0 else end + 3
+    return match.end() if mark.startswith(b"<![") else None
 
 
 def html_shape(data: bytes, stop_at: int) -> HtmlShape:
     """A tag scan of `data` (linear): comments and the text of raw-text elements
-    (`script`, `style`, `textarea`, ...) are passed over, not read as tags."""
+    (`script`, `style`, `textarea`, ...) are passed over, not read as tags.
+
+    Comments are cut out of what docling reads. A browser shows none, and docling's HTML
+    reader turns one into text when it splits a paragraph that holds a block (a `<p>`
+    around a table or a list): Word's "Web Page" and MHTML files put VML drawings in
+    conditional comments inside such paragraphs, which came out as pages of markup and
+    base64."""
     stack: list[bytes] = []
     deepest = opened = pos = 0
-    omitted: list[tuple[int, bytes]] = []
+    edits: list[tuple[int, int, bytes]] = []
     while (match := _MARK.search(data, pos)) is not None:
-        if match.group(0) == b"<!--":
-            end = data.find(b"-->", match.end())
-            pos = len(data) if end < 0 else end + 3
+        if (cut := _comment_end(data, match)) is not None:
+            edits.append((match.start(), cut, b""))
+            pos = cut
             continue
         pos = match.end()
         closing, name, self_closing = match.group(1), match.group(2).lower(), match.group(3)
@@ -120,20 +140,21 @@ def html_shape(data: bytes, stop_at: int) -> HtmlShape:
         if self_closing or name in _VOID:
             continue
         if name in _IMPLIED and (closed := _close_implied(stack, name)):
-            omitted.append((match.start(), b"".join(b"</" + n + b">" for n in closed)))
+            at = match.start()
+            edits.append((at, at, b"".join(b"</" + n + b">" for n in closed)))
         stack.append(name)
         deepest = max(deepest, len(stack))
         if deepest > stop_at:
             break
-    return HtmlShape(deepest, opened, omitted)
+    return HtmlShape(deepest, opened, edits)
 
 
-def _with_end_tags(data: bytes, omitted: list[tuple[int, bytes]]) -> bytes:
+def _edited(data: bytes, edits: list[tuple[int, int, bytes]]) -> bytes:
     parts: list[bytes] = []
     last = 0
-    for offset, end_tags in omitted:
-        parts += (data[last:offset], end_tags)
-        last = offset
+    for start, end, replacement in edits:
+        parts += (data[last:start], replacement)
+        last = end
     parts.append(data[last:])
     return b"".join(parts)
 
@@ -146,7 +167,8 @@ def html_text_floor(data: bytes) -> int:
 
 def check_html(data: bytes, *, max_depth: int, max_elements: int) -> bytes:
     """Refuses what the guards above refuse; returns the document to convert: `data` with
-    the end tags it left out written in (see `_IMPLIED`), else `data` itself."""
+    the end tags it left out written in (see `_IMPLIED`) and its comments cut out, else
+    `data` itself."""
     max_text = SUBMISSION_CAPS["max_text_bytes"]
     # The byte scan reads ASCII-compatible encodings only (UTF-16 has a NUL in every ASCII char).
     ascii_compatible = b"\x00" not in data[:4096]
@@ -159,7 +181,7 @@ def check_html(data: bytes, *, max_depth: int, max_elements: int) -> bytes:
         raise Unsupported(f"HTML nested more than {max_depth} elements deep (max_depth)")
     if shape.opened > max_elements:
         raise TooLarge(f"HTML has {shape.opened} elements, over max_elements={max_elements}")
-    return _with_end_tags(data, shape.omitted) if shape.omitted else data
+    return _edited(data, shape.edits) if shape.edits else data
 
 
 def check_markdown(data: bytes, *, max_elements: int) -> None:
