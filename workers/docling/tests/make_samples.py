@@ -25,6 +25,10 @@ SAMPLES: dict[str, Callable[[], bytes]] = {
     "inspection-notes.png": corpus.text_image,
     # A scanner's multi-page TIFF: three pages, one per frame, each read by OCR.
     "site-reports.tif": corpus.multipage_tiff,
+    # RTF as WordPad writes it: LibreOffice makes it a DOCX inside the job (the `rtf` format).
+    "site-visit.rtf": lambda: corpus.LETTER_RTF,
+    # A web page saved as one file (MHTML, as Chrome saves it).
+    "cafe-hours.mht": corpus.saved_page_mhtml,
 }
 
 
