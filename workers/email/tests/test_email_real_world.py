@@ -479,3 +479,47 @@ def test_a_winmail_dat_body_does_not_replace_the_mime_body(tmp_path: Path) -> No
     assert message(sub)["properties"]["body_source"] == "text/plain"
     assert "The container's copy." not in sub["canonicalText"]
     assert "See the attached figures." in sub["canonicalText"]
+
+
+def test_legacy_office_rtf_and_saved_page_attachments_become_their_child_jobs(
+    tmp_path: Path,
+) -> None:
+    """Word 97-2003, RTF and MHTML attachments were ATTACHMENT nodes only (no format
+    named them); they are child jobs of `doc`, `rtf` and `mhtml` now, routed by name or
+    content type and checked against their bytes. HTML saved under a .doc name is not."""
+    ole = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(504)
+    attached = [
+        ("agreement.doc", "application/msword", ole),
+        ("letter.rtf", "application/rtf", b"{\\rtf1\\ansi Site visit\\par}"),
+        (
+            "download",
+            "application/x-mimearchive",
+            b"MIME-Version: 1.0\r\nContent-Type: text/html\r\n\r\n<p>x</p>",
+        ),
+        ("page.doc", "application/msword", b"<html><body>a page saved as .doc</body></html>"),
+    ]
+    parts = [part([("Content-Type", "text/plain")], "The files.")]
+    for name, kind, data in attached:
+        parts.append(
+            part(
+                [
+                    ("Content-Type", kind),
+                    ("Content-Transfer-Encoding", "base64"),
+                    ("Content-Disposition", f'attachment; filename="{name}"'),
+                ],
+                base64.encodebytes(data).decode("ascii"),
+            )
+        )
+    data = eml(
+        [("From", "a@example.com"), ("Content-Type", 'multipart/mixed; boundary="m"')],
+        multipart("m", parts),
+    )
+    sub = project(tmp_path, data)
+    files = {n["properties"]["filename"]: n["properties"] for n in nodes(sub, "ATTACHMENT")}
+    assert files["agreement.doc"]["format"] == "doc"
+    assert files["letter.rtf"]["format"] == "rtf"
+    assert files["download"]["format"] == "mhtml"
+    assert files["page.doc"]["format"] is None
+    assert files["page.doc"]["child_job"] is None
+    children = {c["name"]: c for c in sub.get("childJobs", [])}
+    assert {c["format"] for c in children.values()} == {"doc", "rtf", "mhtml"}
