@@ -274,3 +274,53 @@ def tnef(
         out += _tnef_attribute(2, 0x8010, 0x0001, name.encode("cp1252") + b"\x00")
         out += _tnef_attribute(2, 0x800F, 0x0006, data)
     return out
+
+
+# -- meeting invitations (text/calendar) ----------------------------------------------------
+
+# What Exchange writes: its Windows zone name with a VTIMEZONE giving the rules.
+_EXCHANGE_ZONE = """BEGIN:VTIMEZONE
+TZID:W. Europe Standard Time
+BEGIN:STANDARD
+DTSTART:16010101T030000
+TZOFFSETFROM:+0200
+TZOFFSETTO:+0100
+RRULE:FREQ=YEARLY;INTERVAL=1;BYDAY=-1SU;BYMONTH=10
+END:STANDARD
+BEGIN:DAYLIGHT
+DTSTART:16010101T020000
+TZOFFSETFROM:+0100
+TZOFFSETTO:+0200
+RRULE:FREQ=YEARLY;INTERVAL=1;BYDAY=-1SU;BYMONTH=3
+END:DAYLIGHT
+END:VTIMEZONE
+"""
+
+
+def invitation(
+    method: str = "REQUEST",
+    *,
+    uid: str = "040000008200E00074C5B7101A82E00800000000A0B1C2D3E4F5",
+    status: str = "CONFIRMED",
+    sequence: int = 0,
+    when: str = "DTSTART;TZID=W. Europe Standard Time:20260504T090000\n"
+    "DTEND;TZID=W. Europe Standard Time:20260504T100000",
+    extra: str = "",
+) -> str:
+    """An iCalendar invitation as Exchange sends one (CRLF lines): an organizer, a
+    required and an optional attendee, a place with an escaped comma."""
+    lines = (
+        "BEGIN:VCALENDAR\nMETHOD:" + method + "\nPRODID:Microsoft Exchange Server 2010\n"
+        "VERSION:2.0\n" + _EXCHANGE_ZONE + "BEGIN:VEVENT\n"
+        "ORGANIZER;CN=Erin Example:mailto:erin@example.com\n"
+        "ATTENDEE;ROLE=REQ-PARTICIPANT;PARTSTAT=NEEDS-ACTION;RSVP=TRUE;CN=Ada Lovelace:"
+        "mailto:ada@example.com\n"
+        'ATTENDEE;ROLE=OPT-PARTICIPANT;PARTSTAT=ACCEPTED;CN="Hopper, Grace":'
+        "mailto:grace@example.com\n"
+        f"UID:{uid}\nSUMMARY;LANGUAGE=en-US:Pump station review\n{when}\n"
+        f"DTSTAMP:20260420T081500Z\nSTATUS:{status}\nSEQUENCE:{sequence}\n"
+        "LOCATION;LANGUAGE=en-US:Room 4\\, Harbour building\n"
+        + extra
+        + "END:VEVENT\nEND:VCALENDAR\n"
+    )
+    return lines.replace("\n", "\r\n")

@@ -18,7 +18,7 @@ import pytest
 from email_worker import handle
 from workers_common.conformance import run_handler
 
-from email_corpus import Msg, MsgRecipient, eml, msg, multipart, part, tnef
+from email_corpus import Msg, MsgRecipient, eml, invitation, msg, multipart, part, tnef
 
 
 def project(tmp_path: Path, data: bytes, fmt: str = "eml") -> dict[str, Any]:
@@ -523,3 +523,105 @@ def test_legacy_office_rtf_and_saved_page_attachments_become_their_child_jobs(
     assert files["page.doc"]["child_job"] is None
     children = {c["name"]: c for c in sub.get("childJobs", [])}
     assert {c["format"] for c in children.values()} == {"doc", "rtf", "mhtml"}
+
+
+# -- meeting invitations ----------------------------------------------------------------------
+
+
+def _invitation_message(ics: str, *, attach_ics: bool = True) -> bytes:
+    """As Outlook sends one: text and calendar alternatives, and invite.ics attached."""
+    method = ics.split("METHOD:", 1)[1].split("\r", 1)[0]
+    alternatives = multipart(
+        "a",
+        [
+            part([("Content-Type", "text/plain; charset=utf-8")], "When: Monday 09:00\nRoom 4"),
+            part([("Content-Type", f'text/calendar; charset="utf-8"; method={method}')], ics),
+        ],
+    )
+    parts = [part([("Content-Type", 'multipart/alternative; boundary="a"')], alternatives)]
+    if attach_ics:
+        parts.append(
+            part(
+                [
+                    ("Content-Type", 'application/ics; name="invite.ics"'),
+                    ("Content-Disposition", 'attachment; filename="invite.ics"'),
+                ],
+                ics,
+            )
+        )
+    return eml(
+        [
+            ("From", "Erin Example <erin@example.com>"),
+            ("To", "ada@example.com"),
+            ("Subject", "Pump station review"),
+            ("Message-ID", f"<{method.lower()}-1@example.com>"),
+            ("Content-Type", 'multipart/mixed; boundary="m"'),
+        ],
+        multipart("m", parts),
+    )
+
+
+def _edges_from(sub: dict[str, Any], node_index: int, kind: str) -> list[dict[str, Any]]:
+    return [r for r in edges(sub, kind) if r["fromRef"] == node_index]
+
+
+def test_meeting_invitation_is_an_event_with_its_people(tmp_path: Path) -> None:
+    """The calendar alternative was dropped with the other alternatives and the .ics kept
+    as an opaque file: the meeting's time, place and attendees were nowhere in the graph."""
+    sub = project(tmp_path, _invitation_message(invitation()))
+    (event,) = nodes(sub, "EVENT")
+    props = event["properties"]
+    assert event["id"] == "email:event:040000008200E00074C5B7101A82E00800000000A0B1C2D3E4F5"
+    assert props["summary"] == "Pump station review"
+    assert (props["start"], props["end"]) == (
+        "2026-05-04T09:00:00+02:00",
+        "2026-05-04T10:00:00+02:00",
+    )
+    assert props["location"] == "Room 4, Harbour building"
+    assert (props["status"], props["sequence"], props["attendee_count"]) == ("CONFIRMED", 0, 2)
+    (about,) = edges(sub, "ABOUT_EVENT")
+    assert about["properties"] == {"method": "REQUEST"}
+    index = sub["nodes"].index(event)
+    people = {n["id"]: i for i, n in enumerate(sub["nodes"]) if "PERSON" in n["labels"]}
+    (organizer,) = _edges_from(sub, index, "ORGANIZED_BY")
+    assert organizer["toRef"] == people["email:person:erin@example.com"]
+    attendees = {r["toRef"]: r["properties"] for r in _edges_from(sub, index, "ATTENDEE")}
+    assert attendees[people["email:person:grace@example.com"]] == {
+        "role": "OPT-PARTICIPANT", "answer": "ACCEPTED", "name": "Hopper, Grace",
+    }  # fmt: skip
+    assert "Event: Pump station review\nWhen: 2026-05-04T09:00:00+02:00 to" in sub["canonicalText"]
+    assert len(nodes(sub, "ATTACHMENT")) == 1  # invite.ics stays the file it is
+
+
+def test_cancellation_and_occurrences_upsert_the_same_event(tmp_path: Path) -> None:
+    cancel = project(
+        tmp_path, _invitation_message(invitation("CANCEL", status="CANCELLED", sequence=1))
+    )
+    (event,) = nodes(cancel, "EVENT")
+    assert event["id"] == "email:event:040000008200E00074C5B7101A82E00800000000A0B1C2D3E4F5"
+    assert event["properties"]["status"] == "CANCELLED"
+    assert edges(cancel, "ABOUT_EVENT")[0]["properties"] == {"method": "CANCEL"}
+    moved = invitation(
+        extra="RECURRENCE-ID;TZID=W. Europe Standard Time:20260511T090000\n",
+        when="DTSTART;TZID=W. Europe Standard Time:20260512T140000",
+    )
+    (occurrence,) = nodes(project(tmp_path, _invitation_message(moved, attach_ics=False)), "EVENT")
+    assert occurrence["id"].endswith("F5#2026-05-11T09:00:00+02:00")
+    assert occurrence["properties"]["start"] == "2026-05-12T14:00:00+02:00"
+
+
+def test_all_day_event_keeps_its_dates(tmp_path: Path) -> None:
+    ics = invitation(when="DTSTART;VALUE=DATE:20260504\nDTEND;VALUE=DATE:20260505")
+    (event,) = nodes(project(tmp_path, _invitation_message(ics)), "EVENT")
+    props = event["properties"]
+    assert (props["start"], props["end"], props["all_day"]) == ("2026-05-04", "2026-05-05", True)
+
+
+def test_a_damaged_calendar_part_costs_only_the_event(tmp_path: Path) -> None:
+    sub = project(
+        tmp_path, _invitation_message("METHOD:REQUEST\r\nnot a calendar", attach_ics=False)
+    )
+    assert nodes(sub, "EVENT") == []
+    defects = message(sub)["properties"]["defects"]
+    assert any(d.startswith("calendar:unreadable:") for d in defects)
+    assert "When: Monday 09:00" in sub["canonicalText"]

@@ -34,7 +34,8 @@ from .dates import parse_date_header, received_dates
 from .headers import MAX_RECIPIENTS, all_headers, first_header, mailboxes
 from .html_text import html_to_text
 from .identity import message_ids_in
-from .model import DeliveryReport, ParsedAttachment, ParsedMessage
+from .invitations import read_calendar
+from .model import CalendarEvent, DeliveryReport, ParsedAttachment, ParsedMessage
 from .reports import (
     DELIVERY_STATUS_TYPES,
     RETURNED_HEADERS_TYPES,
@@ -63,6 +64,7 @@ BODY_BUDGET_BYTES = SUBMISSION_CAPS["max_text_bytes"] // 2
 """Most decoded bytes of text parts read into one message's body (16 MiB)."""
 
 _BODY_TYPES = frozenset({"text/plain", "text/html"})
+_CALENDAR_TYPES = frozenset({"text/calendar", "application/ics"})
 _MESSAGE_TYPES = frozenset({"message/rfc822", "message/global"})
 
 
@@ -125,6 +127,7 @@ def read_message(
             parsed.defects += walker.tnef_defects
         parsed.attachments = walker.attachments
         parsed.delivery_reports = walker.reports
+        parsed.events = walker.events
         parsed.returned = walker.returned
         parsed.defects += walker.defects
     parsed.defects = sorted(set(parsed.defects))
@@ -141,6 +144,7 @@ class _Walker:
         self.returned: list[ParsedMessage] = []
         self.defects: list[str] = []
         self.body_bytes = 0
+        self.events: list[CalendarEvent] = []
         self.tnef_body: tuple[str, str] | None = None
         """The first winmail.dat's own body (text, source), for a message without one."""
         self.tnef_defects: list[str] = []
@@ -168,6 +172,11 @@ class _Walker:
             # Without its closing boundary the last part may end mid-way: flag it.
             cut = any(isinstance(d, CloseBoundaryNotFoundDefect) for d in part.defects)
             if content_type == "multipart/alternative":
+                # An invitation's text/calendar alternative is not a body: it is read
+                # for its events before one body alternative is chosen.
+                for child in children:
+                    if child.get_content_type() in _CALENDAR_TYPES:
+                        self._calendar(child)
                 children = _best_alternative(children)
             for index, child in enumerate(children):
                 last = index == len(children) - 1
@@ -175,11 +184,25 @@ class _Walker:
             return
         self._leaf(part, content_type, truncated)
 
+    def _calendar(self, part: Message) -> None:
+        """The events of a calendar part, each (UID, occurrence) once per message: an
+        invitation's alternative and its invite.ics attachment hold the same event."""
+        payload = part.get_payload(decode=True)
+        events, defects = read_calendar(payload if isinstance(payload, bytes) else b"")
+        self.defects += defects
+        seen = {(e.uid, e.recurrence_id) for e in self.events}
+        for event in events:
+            if (event.uid, event.recurrence_id) not in seen:
+                seen.add((event.uid, event.recurrence_id))
+                self.events.append(event)
+
     def _leaf(self, part: Message, content_type: str, truncated: bool) -> None:
         filename = clean_text(part.get_filename() or "")
         disposition = part.get_content_disposition()
         payload = part.get_payload(decode=True)
         data = payload if isinstance(payload, bytes) else b""
+        if content_type in _CALENDAR_TYPES or filename.lower().endswith(".ics"):
+            self._calendar(part)  # and kept as the file it is, below
         # get_body() ignores file names: a named inline (or undispositioned) text part is
         # the body when no text came before it; later named ones stay files.
         body_like = content_type in _BODY_TYPES and disposition != "attachment"

@@ -34,9 +34,11 @@ import idna
 from .model import ParsedMessage
 
 __all__ = [
+    "EVENT_PREFIX",
     "MESSAGE_PREFIX",
     "PERSON_PREFIX",
     "X500_PREFIX",
+    "event_node_id",
     "fallback_message_node_id",
     "is_x500",
     "message_ids_in",
@@ -82,6 +84,20 @@ def message_ids_in(raw: str) -> list[str]:
         if normalized is not None and normalized not in out:
             out.append(normalized)
     return out
+
+
+EVENT_PREFIX = "email:event:"
+
+
+def event_node_id(uid: str, occurrence: str | None = None) -> str:
+    """The EVENT node id for an iCalendar UID (the same in an invitation, its updates, its
+    cancellation and the replies), `#<original start>` for one occurrence of a series. A UID
+    with white space or control characters, or over 200 bytes, is hashed (`b3:`)."""
+    key = uid + (f"#{occurrence}" if occurrence else "")
+    clean = key.isprintable() and not any(ch.isspace() for ch in key)
+    if not clean or len(key.encode("utf-8")) > _MAX_ID_BYTES:
+        return f"{EVENT_PREFIX}b3:{blake3.blake3(key.encode('utf-8')).hexdigest()}"
+    return EVENT_PREFIX + key
 
 
 def message_node_id(normalized_id: str) -> str:

@@ -23,6 +23,36 @@ class Mailbox:
     """The display name, decoded; empty when there is none."""
 
 
+@dataclass(slots=True)
+class Attendee:
+    mailbox: Mailbox
+    role: str | None = None
+    """REQ-PARTICIPANT, OPT-PARTICIPANT, CHAIR, NON-PARTICIPANT."""
+    answer: str | None = None
+    """PARTSTAT: NEEDS-ACTION, ACCEPTED, DECLINED, TENTATIVE, DELEGATED."""
+
+
+@dataclass(slots=True)
+class CalendarEvent:
+    uid: str
+    method: str | None
+    """The calendar's METHOD: REQUEST (an invitation or update), CANCEL, REPLY, PUBLISH..."""
+    summary: str | None = None
+    start: str | None = None
+    end: str | None = None
+    all_day: bool = False
+    location: str | None = None
+    status: str | None = None
+    sequence: int | None = None
+    recurrence_id: str | None = None
+    """Set on one occurrence of a recurring event (its original start)."""
+    rule: str | None = None
+    """The RRULE as written (FREQ=WEEKLY;BYDAY=MO)."""
+    organizer: Mailbox | None = None
+    attendees: list[Attendee] = field(default_factory=list)
+    attendees_dropped: int = 0
+
+
 @dataclass(frozen=True, slots=True)
 class ParsedAttachment:
     """A part that is not body text: a file, an inline image, an enclosed message."""
@@ -108,6 +138,8 @@ class ParsedMessage:
     recipients_dropped: int = 0
     """Recipients beyond the per-message cap, counted but not projected."""
     delivery_reports: list[DeliveryReport] = field(default_factory=list)
+    events: list[CalendarEvent] = field(default_factory=list)
+    """Meeting invitations, updates, cancellations and replies (invitations.py)."""
     """message/delivery-status parts (a bounce or delay report), in MIME order."""
     returned: list[ParsedMessage] = field(default_factory=list)
     """text/rfc822-headers parts: the headers of the message a report returns, parsed as

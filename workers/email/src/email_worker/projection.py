@@ -32,6 +32,7 @@ from .attachments import (
     attachment_name,
     detect_format,
 )
+from .event_projection import project_events, write_events
 from .identity import (
     message_node_id,
     message_node_id_of,
@@ -152,6 +153,7 @@ def project(
 
     reports = write_reports(writer, parsed)
     message_spans += reports.message_spans
+    events = write_events(writer, parsed)
 
     normalized_id = normalize_message_id(parsed.message_id or "")
     own_id = message_node_id_of(parsed)
@@ -165,6 +167,7 @@ def project(
     people = People(builder)
     _project_people(builder, message, occurrences, people)
     project_reports(builder, message, own_id, reports, people)
+    project_events(builder, message, events, people)
     _project_threading(builder, message, parsed, own_id)
     children = _project_attachments(builder, message, parsed, own_id, settings)
     references = project_temporal(builder, message, parsed, body, quotes)
@@ -179,6 +182,7 @@ def project(
             "quotes": len(quotes),
             "date_references": references,
             "defects": len(parsed.defects),
+            **({"events": len(parsed.events)} if parsed.events else {}),
         }
     )
     return builder.to_json()
