@@ -335,3 +335,23 @@ def test_rtf_that_is_not_rtf_is_stripped_with_a_defect_not_raised() -> None:
     assert source in {"text/rtf", "none"}
     assert defects[0].startswith("rtf:unwrap_failed:")
     assert "<html>" not in text
+
+
+def test_an_event_without_uid_is_kept_and_named_by_its_content() -> None:
+    """RFC 5545 requires a UID; old exports lack it. The event is kept (defect), and two
+    such events are two."""
+    from email_worker.event_projection import _event_id
+    from email_worker.invitations import read_calendar
+
+    ics = (
+        b"BEGIN:VCALENDAR\r\nBEGIN:VEVENT\r\nSUMMARY:Site visit\r\nDTSTART:20260504T090000Z\r\n"
+        b"END:VEVENT\r\nBEGIN:VEVENT\r\nSUMMARY:Review\r\nDTSTART:20260505T090000Z\r\n"
+        b"END:VEVENT\r\nEND:VCALENDAR\r\n"
+    )
+    events, defects = read_calendar(ics)
+    assert [e.summary for e in events] == ["Site visit", "Review"]
+    assert [e.start for e in events] == ["2026-05-04T09:00:00+00:00", "2026-05-05T09:00:00+00:00"]
+    assert defects == ["calendar:event_without_uid"] * 2
+    ids = {_event_id(e) for e in events}
+    assert len(ids) == 2
+    assert all(i.startswith("email:event:b3:") for i in ids)

@@ -134,6 +134,13 @@ def read_message(
     return parsed
 
 
+def _event_key(event: CalendarEvent) -> tuple[str | None, ...]:
+    """One event, one occurrence: its UID, else (an old export) what it says."""
+    if event.uid:
+        return (event.uid, event.recurrence_id)
+    return ("", event.summary, event.start, event.end, event.location)
+
+
 class _Walker:
     """Collects body text and attachments from a MIME tree, depth-capped."""
 
@@ -190,10 +197,10 @@ class _Walker:
         payload = part.get_payload(decode=True)
         events, defects = read_calendar(payload if isinstance(payload, bytes) else b"")
         self.defects += defects
-        seen = {(e.uid, e.recurrence_id) for e in self.events}
+        seen = {_event_key(e) for e in self.events}
         for event in events:
-            if (event.uid, event.recurrence_id) not in seen:
-                seen.add((event.uid, event.recurrence_id))
+            if _event_key(event) not in seen:
+                seen.add(_event_key(event))
                 self.events.append(event)
 
     def _leaf(self, part: Message, content_type: str, truncated: bool) -> None:

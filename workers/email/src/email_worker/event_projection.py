@@ -97,7 +97,9 @@ def write_events(writer: Writer, parsed: ParsedMessage) -> list[EventText]:
 
 
 def _properties(event: CalendarEvent) -> dict[str, Any]:
-    props: dict[str, Any] = {"uid": event.uid, "all_day": event.all_day}
+    props: dict[str, Any] = {"all_day": event.all_day}
+    if event.uid:
+        props["uid"] = event.uid
     for key, value in (
         ("summary", event.summary),
         ("start", event.start),
@@ -116,6 +118,16 @@ def _properties(event: CalendarEvent) -> dict[str, Any]:
     return props
 
 
+def _event_id(event: CalendarEvent) -> str:
+    """By UID; an event without one (an old export) by what it says: its summary, start,
+    end, place and organizer."""
+    if event.uid:
+        return event_node_id(event.uid, event.recurrence_id)
+    organizer = event.organizer.address if event.organizer is not None else ""
+    parts = (event.summary, event.start, event.end, event.location, organizer)
+    return event_node_id("nouid:" + "\x1f".join(p or "" for p in parts))
+
+
 def project_events(
     builder: IngestionResultBuilder, message: NodeRef, written: list[EventText], people: People
 ) -> None:
@@ -126,7 +138,7 @@ def project_events(
             ["EVENT"],
             _properties(event),
             spans=[text.span],
-            id=event_node_id(event.uid, event.recurrence_id),
+            id=_event_id(event),
         )
         edge = {"method": event.method} if event.method else {}
         builder.add_relationship("ABOUT_EVENT", from_ref=message, to_ref=node, properties=edge)

@@ -17,6 +17,7 @@ event as dates. Nothing depends on the host's zone.
 from __future__ import annotations
 
 import logging
+import warnings
 from datetime import date, datetime
 from typing import Any
 
@@ -38,6 +39,14 @@ logging.getLogger("icalendar").setLevel(logging.CRITICAL)
 
 def read_calendar(data: bytes) -> tuple[list[CalendarEvent], list[str]]:
     """The events of one calendar part (in file order), and defects."""
+    # icalendar warns (Python warnings) when it guesses a vendor-prefixed TZID's zone;
+    # the guess is right for the vendors seen, and the worker's log is not the place.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return _read(data)
+
+
+def _read(data: bytes) -> tuple[list[CalendarEvent], list[str]]:
     try:
         calendar = Calendar.from_ical(data.decode("utf-8", errors="replace"))
     except Exception as err:  # icalendar raises ValueError and more on a damaged part
@@ -50,9 +59,8 @@ def read_calendar(data: bytes) -> tuple[list[CalendarEvent], list[str]]:
             defects.append("calendar:events_capped")
             break
         uid = _text(component.get("UID"))
-        if not uid:
+        if not uid:  # RFC 5545 requires one; old exports lack it: named by its content
             defects.append("calendar:event_without_uid")
-            continue
         try:
             events.append(_event(component, uid, method.upper() if method else None))
         except Exception as err:  # a value icalendar cannot decode (a bad date, ...)
@@ -60,13 +68,13 @@ def read_calendar(data: bytes) -> tuple[list[CalendarEvent], list[str]]:
     return events, defects
 
 
-def _event(component: Any, uid: str, method: str | None) -> CalendarEvent:
+def _event(component: Any, uid: str | None, method: str | None) -> CalendarEvent:
     start = component.decoded("DTSTART", None)
     end = component.decoded("DTEND", None)
     sequence = component.get("SEQUENCE")
     rule = component.get("RRULE")
     event = CalendarEvent(
-        uid=uid,
+        uid=uid or "",
         method=method,
         summary=_capped(component.get("SUMMARY")),
         start=_moment(start),
