@@ -364,6 +364,10 @@ HOSTILE: dict[str, tuple[str, Callable[[], bytes], str]] = {
     "pptx-not-a-zip": ("pptx", lambda: b"plain text, not a zip", "invalid_input"),
     "pptx-dangling-slide": ("pptx", pptx_dangling_slide, "invalid_input"),
     "pptx-truncated": ("pptx", lambda: corpus.deck_pptx()[:5000], "invalid_input"),
+    # Every LF byte made CR (a text-mode transfer): the content types' deflate stream is
+    # damaged; zlib's error surfaced untyped (transient) before.
+    "pptx-cr-only": ("pptx", lambda: corpus.deck_pptx().replace(b"\n", b"\r"), "invalid_input"),
+    "docx-cr-only": ("docx", lambda: corpus.report_docx().replace(b"\n", b"\r"), "invalid_input"),
     "odt-zip-bomb": ("odt", lambda: _with_bomb(corpus.report_odt(), "content.xml"), "too_large"),
     "odt-not-a-zip": ("odt", lambda: b"plain text, not a zip", "invalid_input"),
     "odt-truncated": ("odt", lambda: corpus.report_odt()[:3000], "invalid_input"),

@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import re
 import zipfile
+import zlib
 from datetime import UTC, datetime
 from io import BytesIO
 from typing import Any
@@ -181,7 +182,7 @@ def _as_plain_package(data: bytes, fmt: str) -> bytes:
                     copy.writestr(member.filename, body)
     except KeyError:  # no [Content_Types].xml: docling's reader says what is wrong
         return data
-    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as err:
+    except (zipfile.BadZipFile, zlib.error, OSError, EOFError, ValueError) as err:
         raise InvalidInput(f"not a readable {fmt.upper()} file: {str(err)[:200]}") from err
     return out.getvalue()
 
