@@ -355,3 +355,10 @@ def test_an_event_without_uid_is_kept_and_named_by_its_content() -> None:
     ids = {_event_id(e) for e in events}
     assert len(ids) == 2
     assert all(i.startswith("email:event:b3:") for i in ids)
+
+
+def test_a_calendar_part_past_its_budget_is_not_read() -> None:
+    from email_worker.invitations import MAX_CALENDAR_BYTES, read_calendar
+
+    big = b"BEGIN:VCALENDAR\r\n" + b"X-PAD:" + b"x" * MAX_CALENDAR_BYTES + b"\r\nEND:VCALENDAR\r\n"
+    assert read_calendar(big) == ([], ["calendar:over_budget"])

@@ -34,7 +34,7 @@ from .dates import parse_date_header, received_dates
 from .headers import MAX_RECIPIENTS, all_headers, first_header, mailboxes
 from .html_text import html_to_text
 from .identity import message_ids_in
-from .invitations import read_calendar
+from .invitations import MAX_EVENTS, read_calendar
 from .model import CalendarEvent, DeliveryReport, ParsedAttachment, ParsedMessage
 from .reports import (
     DELIVERY_STATUS_TYPES,
@@ -199,6 +199,9 @@ class _Walker:
         self.defects += defects
         seen = {_event_key(e) for e in self.events}
         for event in events:
+            if len(self.events) >= MAX_EVENTS:
+                self.defects.append("calendar:events_capped")
+                break
             if _event_key(event) not in seen:
                 seen.add(_event_key(event))
                 self.events.append(event)

@@ -25,7 +25,11 @@ from icalendar import Calendar
 
 from .model import Attendee, CalendarEvent, Mailbox
 
-__all__ = ["MAX_ATTENDEES", "MAX_EVENTS", "read_calendar"]
+__all__ = ["MAX_ATTENDEES", "MAX_CALENDAR_BYTES", "MAX_EVENTS", "read_calendar"]
+
+MAX_CALENDAR_BYTES = 1024 * 1024
+"""A calendar part larger than this is not read (an invitation is a few KB; a whole
+calendar exported and mailed is a file, kept as the attachment it is)."""
 
 MAX_EVENTS = 100
 """Events read from one calendar part (a shared calendar exported whole has thousands)."""
@@ -39,6 +43,8 @@ logging.getLogger("icalendar").setLevel(logging.CRITICAL)
 
 def read_calendar(data: bytes) -> tuple[list[CalendarEvent], list[str]]:
     """The events of one calendar part (in file order), and defects."""
+    if len(data) > MAX_CALENDAR_BYTES:
+        return [], ["calendar:over_budget"]
     # icalendar warns (Python warnings) when it guesses a vendor-prefixed TZID's zone;
     # the guess is right for the vendors seen, and the worker's log is not the place.
     with warnings.catch_warnings():
