@@ -21,7 +21,7 @@ const DEFAULT_NR_OPEN: u64 = 1 << 20;
 /// Formats the core accepts even when no pool declares them (workers may join from
 /// other hosts). Pools add their own.
 pub const BUILTIN_FORMATS: &[&str] = &[
-    "code", "code-archive", "csv", "doc", "docling", "docx", "eml", "epub", "html", "image", "latex", "mbox", "md", "mhtml", "msg",
+    "code", "code-archive", "csv", "doc", "docling", "docx", "eml", "epub", "html", "ics", "image", "latex", "mbox", "md", "mhtml", "msg",
     "odp", "ods", "odt", "parquet", "pdf", "ppt", "pptx", "rtf", "text", "tsv", "txt", "web", "xls", "xlsb", "xlsx",
 ];
 
@@ -644,6 +644,7 @@ pub fn format_for_path(path: &Path) -> Option<&'static str> {
         "eml" => "eml",
         "msg" => "msg",
         "mbox" | "mbx" => "mbox",
+        "ics" | "ical" | "ifb" => "ics",
         "py" | "pyi" | "ipynb" | "rs" | "js" | "mjs" | "cjs" | "jsx" | "ts" | "mts" | "cts" | "tsx" | "go" | "java" | "c" | "h"
         | "cc" | "cpp" | "cxx" | "c++" | "hh" | "hpp" | "hxx" | "h++" | "rb" => "code",
         // Configuration, scripts and other languages: FILE nodes over their text.
@@ -794,7 +795,7 @@ mod tests {
             ("repo.tar.bz2", "code-archive"), ("repo.tar", "code-archive"), ("repo.zip", "code-archive"),
             ("serde-1.0.200.crate", "code-archive"), ("attrs-23.2.0-py3-none-any.whl", "code-archive"), ("tool.pyz", "code-archive"), ("guava-33.0-sources.jar", "code-archive"),
             ("lib.rs", "code"), ("analysis.ipynb", "code"), ("app.tsx", "code"), ("x.hpp", "code"), ("m.mjs", "code"),
-            ("paper.pdf", "pdf"), ("memo.DOCX", "docx"), ("deck.pptx", "pptx"), ("old.DOC", "doc"), ("macros.docm", "docx"), ("show.ppsx", "pptx"), ("old.ppt", "ppt"), ("note.rtf", "rtf"), ("letter.odt", "odt"), ("slides.ODP", "odp"), ("book.epub", "epub"), ("paper.tex", "latex"), ("Inbox.mbox", "mbox"), ("page.htm", "html"), ("saved.mht", "mhtml"), ("notes.md", "md"),
+            ("paper.pdf", "pdf"), ("memo.DOCX", "docx"), ("deck.pptx", "pptx"), ("old.DOC", "doc"), ("macros.docm", "docx"), ("show.ppsx", "pptx"), ("old.ppt", "ppt"), ("note.rtf", "rtf"), ("letter.odt", "odt"), ("slides.ODP", "odp"), ("book.epub", "epub"), ("paper.tex", "latex"), ("Inbox.mbox", "mbox"), ("team.ics", "ics"), ("page.htm", "html"), ("saved.mht", "mhtml"), ("notes.md", "md"),
             ("doc.json", "docling"), ("events.jsonl", "docling"), ("dump.NDJSON", "docling"), ("scan.PNG", "image"), ("photo.jpeg", "image"), ("fax.tif", "image"), ("logo.GIF", "image"), ("page-1.ppm", "image"), ("sheet.csv", "csv"), ("sheet.csv.gz", "csv"), ("sheet.CSV.ZST", "csv"),
             ("t.tsv.xz", "tsv"), ("book.xlsm", "xlsx"), ("old.xls", "xls"), ("b.xlsb", "xlsb"), ("c.ods", "ods"),
         ];

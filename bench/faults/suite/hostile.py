@@ -102,6 +102,7 @@ def seeds() -> dict[str, tuple[str, bytes]]:
             docling_corpus.saved_by_libreoffice(docling_corpus.deck_pptx(), "pptx", "ppt"),
         ),
         "rtf": ("seed.rtf", docling_corpus.LETTER_RTF),
+        "ics": ("seed.ics", email_corpus.invitation().encode()),
         "mhtml": ("seed.mhtml", docling_corpus.saved_page_mhtml()),
         "epub": ("seed.epub", docling_corpus.book_epub()),
         "latex": ("seed.tex", docling_corpus.PAPER_TEX.encode()),
@@ -218,6 +219,7 @@ def pools(smoke: bool, work: Path, *, render: bool = True) -> dict[str, Pool]:
     serves the same formats with fewer cases each)."""
     base = real_pools()
     base["tabular"].formats = ["csv", "tsv", "xlsx", "xlsb", "xls", "ods", "parquet"]
+    base["email"].formats = ["eml", "msg", "mbox", "ics"]
     base["docling"] = Pool(
         DOCLING_FORMATS,
         worker_module("docling_worker"),

@@ -348,7 +348,8 @@ def test_an_event_without_uid_is_kept_and_named_by_its_content() -> None:
         b"END:VEVENT\r\nBEGIN:VEVENT\r\nSUMMARY:Review\r\nDTSTART:20260505T090000Z\r\n"
         b"END:VEVENT\r\nEND:VCALENDAR\r\n"
     )
-    events, defects = read_calendar(ics)
+    read = read_calendar(ics)
+    events, defects = read.events, read.defects
     assert [e.summary for e in events] == ["Site visit", "Review"]
     assert [e.start for e in events] == ["2026-05-04T09:00:00+00:00", "2026-05-05T09:00:00+00:00"]
     assert defects == ["calendar:event_without_uid"] * 2
@@ -361,4 +362,5 @@ def test_a_calendar_part_past_its_budget_is_not_read() -> None:
     from email_worker.invitations import MAX_CALENDAR_BYTES, read_calendar
 
     big = b"BEGIN:VCALENDAR\r\n" + b"X-PAD:" + b"x" * MAX_CALENDAR_BYTES + b"\r\nEND:VCALENDAR\r\n"
-    assert read_calendar(big) == ([], ["calendar:over_budget"])
+    read = read_calendar(big)
+    assert (read.events, read.defects, read.readable) == ([], ["calendar:over_budget"], False)

@@ -34,7 +34,7 @@ from .dates import parse_date_header, received_dates
 from .headers import MAX_RECIPIENTS, all_headers, first_header, mailboxes
 from .html_text import html_to_text
 from .identity import message_ids_in
-from .invitations import MAX_EVENTS, read_calendar
+from .invitations import MAX_EVENTS, event_key, read_calendar
 from .model import CalendarEvent, DeliveryReport, ParsedAttachment, ParsedMessage
 from .reports import (
     DELIVERY_STATUS_TYPES,
@@ -134,13 +134,6 @@ def read_message(
     return parsed
 
 
-def _event_key(event: CalendarEvent) -> tuple[str | None, ...]:
-    """One event, one occurrence: its UID, else (an old export) what it says."""
-    if event.uid:
-        return (event.uid, event.recurrence_id)
-    return ("", event.summary, event.start, event.end, event.location)
-
-
 class _Walker:
     """Collects body text and attachments from a MIME tree, depth-capped."""
 
@@ -195,15 +188,15 @@ class _Walker:
         """The events of a calendar part, each (UID, occurrence) once per message: an
         invitation's alternative and its invite.ics attachment hold the same event."""
         payload = part.get_payload(decode=True)
-        events, defects = read_calendar(payload if isinstance(payload, bytes) else b"")
-        self.defects += defects
-        seen = {_event_key(e) for e in self.events}
-        for event in events:
+        read = read_calendar(payload if isinstance(payload, bytes) else b"")
+        self.defects += read.defects
+        seen = {event_key(e) for e in self.events}
+        for event in read.events:
             if len(self.events) >= MAX_EVENTS:
                 self.defects.append("calendar:events_capped")
                 break
-            if _event_key(event) not in seen:
-                seen.add(_event_key(event))
+            if event_key(event) not in seen:
+                seen.add(event_key(event))
                 self.events.append(event)
 
     def _leaf(self, part: Message, content_type: str, truncated: bool) -> None:

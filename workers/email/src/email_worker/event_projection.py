@@ -24,7 +24,7 @@ from workers_common import IngestionResultBuilder, NodeRef, SpanRef, normalize_c
 
 from .identity import event_node_id, normalize_address
 from .layout import Writer
-from .model import CalendarEvent, Mailbox, ParsedMessage
+from .model import CalendarEvent, Mailbox
 from .people import People, render_mailbox
 
 __all__ = ["EventText", "project_events", "write_events"]
@@ -63,10 +63,10 @@ def _when(event: CalendarEvent) -> str | None:
     return f"{event.start} to {event.end}"
 
 
-def write_events(writer: Writer, parsed: ParsedMessage) -> list[EventText]:
+def write_events(writer: Writer, events: list[CalendarEvent]) -> list[EventText]:
     """Writes each event's block; returns where they landed."""
     written: list[EventText] = []
-    for event in parsed.events:
+    for event in events:
         writer.write("\n\n" if writer.position else "")
         begin = writer.position
         writer.write(f"Event: {_clean(event.summary or '') or '(no title)'}\n")
@@ -129,9 +129,14 @@ def _event_id(event: CalendarEvent) -> str:
 
 
 def project_events(
-    builder: IngestionResultBuilder, message: NodeRef, written: list[EventText], people: People
+    builder: IngestionResultBuilder,
+    owner: NodeRef,
+    written: list[EventText],
+    people: People,
+    edge_type: str = "ABOUT_EVENT",
 ) -> None:
-    """EVENT nodes and their edges (see the module's notes)."""
+    """EVENT nodes and their edges (see the module's notes): `owner` (a MESSAGE, or a
+    calendar file's CALENDAR with `HAS_EVENT`) -> each EVENT."""
     for text in written:
         event = text.event
         node = builder.add_node(
@@ -141,7 +146,7 @@ def project_events(
             id=_event_id(event),
         )
         edge = {"method": event.method} if event.method else {}
-        builder.add_relationship("ABOUT_EVENT", from_ref=message, to_ref=node, properties=edge)
+        builder.add_relationship(edge_type, from_ref=owner, to_ref=node, properties=edge)
         if text.organizer is not None:
             mailbox, span = text.organizer
             address = normalize_address(mailbox.address)

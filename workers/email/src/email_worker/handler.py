@@ -1,5 +1,6 @@
-"""The email worker's entry: formats eml, msg and mbox, and how a job becomes a submission
-(an mbox is fanned out into eml child jobs: mailbox.py).
+"""The email worker's entry: formats eml, msg, mbox and ics, and how a job becomes a
+submission (an mbox is fanned out into eml child jobs: mailbox.py; an .ics file is a
+CALENDAR and its EVENTs: calendar_file.py).
 
 Job options (all optional):
 
@@ -9,6 +10,7 @@ Job options (all optional):
                           (default 25 MiB; inherited by enclosed messages' jobs)
 - `email_depth`           set by the worker on enclosed messages' child jobs
 - `max_messages`          refuse an mbox with more messages as too_large (default 200,000)
+- `max_events`            events read from an .ics file (default 10,000; more are counted)
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from collections.abc import Mapping
 from workers_common import Handler, InvalidInput, Job, TooLarge
 
 from .attachments import DEFAULT_MAX_ATTACHMENT_BYTES, routed_formats
+from .calendar_file import handle_ics
 from .eml import parse_eml
 from .mailbox import handle_mbox
 from .options import DEFAULT_MAX_BYTES, int_option
@@ -26,7 +29,7 @@ from .projection import ProjectionSettings, project
 
 __all__ = ["DEFAULT_MAX_BYTES", "FORMATS", "HANDLERS", "handle"]
 
-FORMATS = ("eml", "msg", "mbox")
+FORMATS = ("eml", "msg", "mbox", "ics")
 _INHERITED = ("clarify", "max_attachment_bytes")
 
 
@@ -70,4 +73,9 @@ def _starts_ole(job: Job) -> bool:
     return head == OLE_SIGNATURE
 
 
-HANDLERS: Mapping[str, Handler] = {"eml": handle, "msg": handle, "mbox": handle_mbox}
+HANDLERS: Mapping[str, Handler] = {
+    "eml": handle,
+    "msg": handle,
+    "mbox": handle_mbox,
+    "ics": handle_ics,
+}

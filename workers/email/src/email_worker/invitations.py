@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import warnings
+from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
 
@@ -25,7 +26,14 @@ from icalendar import Calendar
 
 from .model import Attendee, CalendarEvent, Mailbox
 
-__all__ = ["MAX_ATTENDEES", "MAX_CALENDAR_BYTES", "MAX_EVENTS", "read_calendar"]
+__all__ = [
+    "MAX_ATTENDEES",
+    "MAX_CALENDAR_BYTES",
+    "MAX_EVENTS",
+    "CalendarRead",
+    "event_key",
+    "read_calendar",
+]
 
 MAX_CALENDAR_BYTES = 1024 * 1024
 """A calendar part larger than this is not read (an invitation is a few KB; a whole
@@ -41,37 +49,71 @@ _TEXT_CAP = 500
 logging.getLogger("icalendar").setLevel(logging.CRITICAL)
 
 
-def read_calendar(data: bytes) -> tuple[list[CalendarEvent], list[str]]:
-    """The events of one calendar part (in file order), and defects."""
-    if len(data) > MAX_CALENDAR_BYTES:
-        return [], ["calendar:over_budget"]
+@dataclass(slots=True)
+class CalendarRead:
+    """One calendar part: its events (in file order), what it says of itself, defects."""
+
+    events: list[CalendarEvent] = field(default_factory=list)
+    defects: list[str] = field(default_factory=list)
+    readable: bool = True
+    method: str | None = None
+    name: str | None = None
+    """X-WR-CALNAME: the name a calendar export gives itself."""
+    product: str | None = None
+    """PRODID: the program that wrote it."""
+
+
+def read_calendar(
+    data: bytes, *, max_bytes: int = MAX_CALENDAR_BYTES, max_events: int = MAX_EVENTS
+) -> CalendarRead:
+    """The events of one calendar part."""
+    if len(data) > max_bytes:
+        return CalendarRead(defects=["calendar:over_budget"], readable=False)
     # icalendar warns (Python warnings) when it guesses a vendor-prefixed TZID's zone;
     # the guess is right for the vendors seen, and the worker's log is not the place.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return _read(data)
+        return _read(data, max_events)
 
 
-def _read(data: bytes) -> tuple[list[CalendarEvent], list[str]]:
+def _read(data: bytes, max_events: int) -> CalendarRead:
     try:
-        calendar = Calendar.from_ical(data.decode("utf-8", errors="replace"))
+        calendar = Calendar.from_ical(data.decode("utf-8-sig", errors="replace"))
     except Exception as err:  # icalendar raises ValueError and more on a damaged part
-        return [], [f"calendar:unreadable:{type(err).__name__}"]
-    method = _text(calendar.get("METHOD"))
-    events: list[CalendarEvent] = []
-    defects: list[str] = []
+        return CalendarRead(defects=[f"calendar:unreadable:{type(err).__name__}"], readable=False)
+    method = (_text(calendar.get("METHOD")) or "").upper() or None
+    read = CalendarRead(
+        method=method,
+        name=_capped(calendar.get("X-WR-CALNAME")),
+        product=_capped(calendar.get("PRODID")),
+    )
+    events, defects = read.events, read.defects
+    seen: set[tuple[str | None, ...]] = set()
     for component in calendar.walk("VEVENT"):
-        if len(events) >= MAX_EVENTS:
+        if len(events) >= max_events:
             defects.append("calendar:events_capped")
             break
         uid = _text(component.get("UID"))
         if not uid:  # RFC 5545 requires one; old exports lack it: named by its content
             defects.append("calendar:event_without_uid")
         try:
-            events.append(_event(component, uid, method.upper() if method else None))
+            event = _event(component, uid, method)
         except Exception as err:  # a value icalendar cannot decode (a bad date, ...)
             defects.append(f"calendar:bad_event:{type(err).__name__}")
-    return events, defects
+            continue
+        if event_key(event) in seen:  # one node per event and occurrence
+            defects.append("calendar:duplicate_event")
+            continue
+        seen.add(event_key(event))
+        events.append(event)
+    return read
+
+
+def event_key(event: CalendarEvent) -> tuple[str | None, ...]:
+    """One event, one occurrence: its UID, else (an old export) what it says."""
+    if event.uid:
+        return (event.uid, event.recurrence_id)
+    return ("", event.summary, event.start, event.end, event.location)
 
 
 def _event(component: Any, uid: str | None, method: str | None) -> CalendarEvent:

@@ -153,7 +153,7 @@ def project(
 
     reports = write_reports(writer, parsed)
     message_spans += reports.message_spans
-    events = write_events(writer, parsed)
+    events = write_events(writer, parsed.events)
 
     normalized_id = normalize_message_id(parsed.message_id or "")
     own_id = message_node_id_of(parsed)
