@@ -133,6 +133,18 @@ def test_an_archives_notebook_is_a_source_file_whose_imports_resolve(tmp_path: P
     assert subs[0]["nodes"][0]["properties"]["languages"] == {"python": 3}
 
 
+def test_an_archives_r_notebook_counts_as_r(tmp_path: Path) -> None:
+    """The REPOSITORY counted every `.ipynb` as Python; the kernel says what it is."""
+    files = {
+        "analysis.ipynb": ANALYSIS,
+        "stats.ipynb": notebook([code("x <- c(1, 2)\nmean(x)\n")], language="R"),
+    }
+    path = tmp_path / "repo.zip"
+    path.write_bytes(zip_bytes(files))
+    subs = [json.loads(s) for s in run_handler(handle_archive, path, format="code-archive")]
+    assert subs[0]["nodes"][0]["properties"]["languages"] == {"python": 1, "r": 1}
+
+
 def test_a_notebook_with_large_outputs_is_read_and_its_script_is_capped(tmp_path: Path) -> None:
     """A notebook's plots (base64 outputs) make it megabytes while its code is small: the
     file has its own cap (max_notebook_bytes, 32 MiB), its script the source file's."""

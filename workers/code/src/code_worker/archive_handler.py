@@ -226,15 +226,17 @@ def _repository_node(
     return builder.add_node(["REPOSITORY"], props, id=repository_id(root))
 
 
-def _as_source(path: str, data: bytes) -> bytes:
-    """What the layout reads of a file: a notebook's script (its imports are in there),
-    or the notebook itself when it is not one (its child job fails invalid_input)."""
+def _as_source(path: str, data: bytes) -> tuple[bytes, str | None]:
+    """What the layout reads of a file: a notebook's script (its imports are in there) and
+    its kernel's language (an R notebook is R, whatever `.ipynb` says), or the notebook
+    itself when it is not one (its child job fails invalid_input)."""
     if not is_notebook(path):
-        return data
+        return data, None
     try:
-        return notebook_script(data).script
+        script = notebook_script(data)
     except InvalidInput:
-        return data
+        return data, None
+    return script.script, script.language
 
 
 def handle_archive(job: Job) -> Generator[dict[str, Any], Sequence[str], None]:
@@ -249,7 +251,13 @@ def handle_archive(job: Job) -> Generator[dict[str, Any], Sequence[str], None]:
         listing = read_archive(path, limits)
     repo = plan_repository(listing, job.options, routed)
     root = archive_root(job)
-    files = {m.path: _as_source(m.path, m.data) for m in repo.sources if m.data is not None}
+    files: dict[str, bytes] = {}
+    for member in repo.sources:
+        if member.data is None:
+            continue
+        files[member.path], language = _as_source(member.path, member.data)
+        if language is not None:
+            repo.languages[member.path] = language
     layout = Layout(files, {p: repo.languages[p] for p in files}, repo.ts_configs)
     builder = IngestionResultBuilder(options=job.options)
     repo_ref = _repository_node(builder, root, listing, repo)
