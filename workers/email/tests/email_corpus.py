@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import struct
 import tempfile
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -95,6 +96,44 @@ class MsgAttachment:
 
 
 @dataclass
+class MsgMeeting:
+    """The named properties Outlook keeps a meeting in (PSETID_Appointment, PSETID_Meeting)."""
+
+    start: datetime
+    end: datetime
+    location: str = ""
+    global_object_id: bytes = b""
+    all_day: bool = False
+
+
+_PSETID_APPOINTMENT = "00062002-0000-0000-C000-000000000046"
+_PSETID_MEETING = "6ED8DA90-450B-101B-98DA-00AA003F1305"
+
+
+def _named(writer: OleWriter, meeting: MsgMeeting) -> bytes:
+    """The name-to-id map (GUID and entry streams) for the meeting's named properties,
+    written into the writer; returns their entries in the top-level property stream."""
+    guids = [uuid.UUID(_PSETID_APPOINTMENT).bytes_le, uuid.UUID(_PSETID_MEETING).bytes_le]
+    # (LID, GUID index: 3 is the GUID stream's first), in property index order 0, 1, ...
+    named = [(0x820D, 3), (0x820E, 3), (0x8208, 3), (0x8215, 3), (0x0003, 4)]
+    entries = b"".join(
+        struct.pack("<IHH", lid, guid << 1, index) for index, (lid, guid) in enumerate(named)
+    )
+    writer.addEntry("__nameid_version1.0/__substg1.0_00020102", b"".join(guids))
+    writer.addEntry("__nameid_version1.0/__substg1.0_00030102", entries)
+    writer.addEntry("__nameid_version1.0/__substg1.0_00040102", b"")
+    props = _fixed(0x8000 << 16 | _PT_SYSTIME, _filetime(meeting.start))
+    props += _fixed(0x8001 << 16 | _PT_SYSTIME, _filetime(meeting.end))
+    location = meeting.location.encode("utf-16-le")
+    writer.addEntry("__substg1.0_8002001F", location)
+    props += _variable(0x8002 << 16 | _PT_UNICODE, len(location) + 2)
+    props += _fixed(0x8003 << 16 | 0x000B, int(meeting.all_day))
+    writer.addEntry("__substg1.0_80040102", meeting.global_object_id)
+    props += _variable(0x8004 << 16 | _PT_BINARY, len(meeting.global_object_id))
+    return props
+
+
+@dataclass
 class Msg:
     subject: str = ""
     sender_name: str = ""
@@ -118,6 +157,8 @@ class Msg:
     """PidTagReportingMessageTransferAgent (0x6820) of a report."""
     recipients: list[MsgRecipient] = field(default_factory=list)
     attachments: list[MsgAttachment] = field(default_factory=list)
+    meeting: MsgMeeting | None = None
+    """An Outlook meeting item's named properties (message class IPM.Schedule.Meeting.*)."""
 
 
 def _strings(writer: OleWriter, prefix: str, values: dict[int, str | None]) -> bytes:
@@ -131,9 +172,23 @@ def _strings(writer: OleWriter, prefix: str, values: dict[int, str | None]) -> b
     return props
 
 
+def _bodies(writer: OleWriter, spec: Msg) -> bytes:
+    """The HTML and compressed RTF body streams; their property entries."""
+    props = b""
+    if spec.html is not None:
+        writer.addEntry("__substg1.0_10130102", spec.html)
+        props += _variable(0x1013 << 16 | _PT_BINARY, len(spec.html))
+    if spec.rtf is not None:
+        packed = compressed_rtf.compress(spec.rtf)
+        writer.addEntry("__substg1.0_10090102", packed)
+        props += _variable(0x1009 << 16 | _PT_BINARY, len(packed))
+    return props
+
+
 def msg(spec: Msg) -> bytes:
     """The bytes of a .msg file for `spec`."""
     writer = OleWriter()
+    writer.addEntry("__nameid_version1.0", storage=True)
     props = _strings(
         writer,
         "",
@@ -151,13 +206,9 @@ def msg(spec: Msg) -> bytes:
             0x1042: spec.in_reply_to,
         },
     )
-    if spec.html is not None:
-        writer.addEntry("__substg1.0_10130102", spec.html)
-        props += _variable(0x1013 << 16 | _PT_BINARY, len(spec.html))
-    if spec.rtf is not None:
-        packed = compressed_rtf.compress(spec.rtf)
-        writer.addEntry("__substg1.0_10090102", packed)
-        props += _variable(0x1009 << 16 | _PT_BINARY, len(packed))
+    props += _bodies(writer, spec)
+    if spec.meeting is not None:
+        props += _named(writer, spec.meeting)
     if spec.submit_time is not None:
         props += _fixed(0x0039 << 16 | _PT_SYSTIME, _filetime(spec.submit_time))
     if spec.internet_cpid is not None:
@@ -204,9 +255,9 @@ def msg(spec: Msg) -> bytes:
         b"",
     )
     writer.addEntry("__properties_version1.0", header + props)
-    writer.addEntry("__nameid_version1.0", storage=True)
-    for stream in ("00020102", "00030102", "00040102"):
-        writer.addEntry(f"__nameid_version1.0/__substg1.0_{stream}", b"")
+    if spec.meeting is None:  # the named property map extract-msg insists on, empty
+        for stream in ("00020102", "00030102", "00040102"):
+            writer.addEntry(f"__nameid_version1.0/__substg1.0_{stream}", b"")
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "out.msg"
         writer.write(path)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import email
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,17 @@ import pytest
 from email_worker import handle
 from workers_common.conformance import run_handler
 
-from email_corpus import Msg, MsgRecipient, eml, invitation, msg, multipart, part, tnef
+from email_corpus import (
+    Msg,
+    MsgMeeting,
+    MsgRecipient,
+    eml,
+    invitation,
+    msg,
+    multipart,
+    part,
+    tnef,
+)
 
 
 def project(tmp_path: Path, data: bytes, fmt: str = "eml") -> dict[str, Any]:
@@ -625,3 +636,85 @@ def test_a_damaged_calendar_part_costs_only_the_event(tmp_path: Path) -> None:
     defects = message(sub)["properties"]["defects"]
     assert any(d.startswith("calendar:unreadable:") for d in defects)
     assert "When: Monday 09:00" in sub["canonicalText"]
+
+
+# A meeting's global object id as Exchange makes one: class id, no instance date, creation
+# time, reserved, size, data. Its iCalendar UID is the whole id in upper-case hex.
+_GOID = bytes.fromhex(
+    "040000008200E00074C5B7101A82E008"
+    "00000000"
+    "A0B1C2D3E4F5D601"
+    "0000000000000000"
+    "10000000"
+    "7F8E9DACBBCADAE9F807162534435261"
+)
+
+
+def _meeting_msg(message_class: str, subject: str, goid: bytes = _GOID) -> bytes:
+    return msg(
+        Msg(
+            subject=subject,
+            sender_name="Erin Example",
+            sender_address="erin@example.com",
+            message_class=message_class,
+            recipients=[
+                MsgRecipient("Ada Lovelace", "ada@example.com", 1),
+                MsgRecipient("Grace Hopper", "grace@example.com", 2),
+            ],
+            meeting=MsgMeeting(
+                datetime(2026, 5, 4, 7, 0, tzinfo=UTC),
+                datetime(2026, 5, 4, 8, 0, tzinfo=UTC),
+                "Room 4, Harbour building",
+                goid,
+            ),
+        )
+    )
+
+
+def test_outlook_meeting_request_msg_is_the_same_event_as_its_invitation(tmp_path: Path) -> None:
+    """An Outlook meeting item (.msg) keeps its meeting in named properties, which were not
+    read: it was a plain message. It is now the EVENT its iCalendar invitation makes (the
+    UID Outlook writes into iCalendar: the clean global object id in hex)."""
+    sub = project(
+        tmp_path, _meeting_msg("IPM.Schedule.Meeting.Request", "Pump station review"), "msg"
+    )
+    (event,) = nodes(sub, "EVENT")
+    assert event["id"] == "email:event:" + _GOID.hex().upper()
+    props = event["properties"]
+    assert (props["start"], props["end"]) == (
+        "2026-05-04T07:00:00+00:00",
+        "2026-05-04T08:00:00+00:00",
+    )
+    assert (props["summary"], props["location"]) == (
+        "Pump station review",
+        "Room 4, Harbour building",
+    )
+    assert edges(sub, "ABOUT_EVENT")[0]["properties"] == {"method": "REQUEST"}
+    roles = sorted(r["properties"]["role"] for r in edges(sub, "ATTENDEE"))
+    assert roles == ["OPT-PARTICIPANT", "REQ-PARTICIPANT"]
+    assert len(edges(sub, "ORGANIZED_BY")) == 1
+    ics_uid = invitation(uid=_GOID.hex().upper())
+    (same,) = nodes(project(tmp_path, _invitation_message(ics_uid)), "EVENT")
+    assert same["id"] == event["id"]
+
+
+def test_outlook_reply_and_cancellation_msgs(tmp_path: Path) -> None:
+    reply = project(
+        tmp_path,
+        _meeting_msg("IPM.Schedule.Meeting.Resp.Tent", "Tentative: Pump station review"),
+        "msg",
+    )
+    (event,) = nodes(reply, "EVENT")
+    assert edges(reply, "ABOUT_EVENT")[0]["properties"] == {"method": "REPLY"}
+    (answer,) = edges(reply, "ATTENDEE")
+    assert answer["properties"]["answer"] == "TENTATIVE"
+    # An instance's id (its date in bytes 16-19) names the series, as Outlook's UID does.
+    instance = _GOID[:16] + bytes.fromhex("07EA0504") + _GOID[20:]
+    cancel = project(
+        tmp_path, _meeting_msg("IPM.Schedule.Meeting.Canceled", "Canceled: x", instance), "msg"
+    )
+    (cancelled,) = nodes(cancel, "EVENT")
+    assert cancelled["id"] == event["id"]
+    assert cancelled["properties"]["status"] == "CANCELLED"
+    plain = project(tmp_path, _meeting_msg("IPM.Note", "Not a meeting"), "msg")
+    assert nodes(plain, "EVENT") == []

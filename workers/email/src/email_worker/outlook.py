@@ -43,6 +43,7 @@ from .headers import MAX_RECIPIENTS, all_headers, first_header, mailboxes
 from .html_text import html_to_text
 from .identity import is_x500, message_ids_in
 from .model import DeliveryRecipient, DeliveryReport, Mailbox, ParsedAttachment, ParsedMessage
+from .outlook_meeting import meeting_event
 from .reports import MAX_REPORT_RECIPIENTS
 from .rtf import rtf_body
 
@@ -154,6 +155,9 @@ def read_msg(msg: Any, *, depth: int) -> ParsedMessage:
     parsed.recipients_dropped = -budget[0] if budget[0] < 0 else 0
     _body(msg, parsed)
     _attachments(msg, parsed, depth)
+    meeting = meeting_event(msg, _string(msg, "001A") or "", parsed)
+    if meeting is not None:
+        parsed.events.append(meeting)
     parsed.defects = sorted(set(parsed.defects))
     return parsed
 
