@@ -58,7 +58,10 @@ def meeting_event(msg: Any, message_class: str, parsed: ParsedMessage) -> Calend
     start = _named(msg, "820D", ps.PSETID_APPOINTMENT)
     end = _named(msg, "820E", ps.PSETID_APPOINTMENT)
     location = _named(msg, "8208", ps.PSETID_APPOINTMENT)
-    topic = msg.getStringStream("__substg1.0_0070") if hasattr(msg, "getStringStream") else None
+    try:
+        topic = msg.getStringStream("__substg1.0_0070")  # PR_CONVERSATION_TOPIC
+    except Exception:  # a damaged stream reads as absent
+        topic = None
     title = topic if isinstance(topic, str) and topic.strip() else parsed.subject
     event = CalendarEvent(
         uid=_uid(msg) or "",
