@@ -22,7 +22,7 @@ from docling.datamodel.document import InputDocument
 
 from docling_worker import handle
 from docling_worker.convert import _BACKENDS, _open
-from workers_common import InvalidInput, Unsupported
+from workers_common import InvalidInput, TooLarge, Unsupported
 from workers_common.conformance import run_handler
 
 import docling_corpus as corpus
@@ -311,3 +311,42 @@ def test_mhtml_without_a_page_is_invalid_input(tmp_path: Path, data: bytes) -> N
     path.write_bytes(data)
     with pytest.raises(InvalidInput, match="not an MHTML archive"):
         run_handler(handle, path, format="mhtml", options={})
+
+
+@pytest.mark.parametrize(
+    ("script", "options", "kind", "says"),
+    [
+        (
+            "echo \"terminate called after throwing an instance of 'std::bad_alloc'\" >&2\n"
+            "kill -ABRT $$\n",
+            {},
+            TooLarge,
+            "ran out of memory",
+        ),
+        ("kill -SEGV $$\n", {}, InvalidInput, "crashed on an RTF document \\(SIGSEGV"),
+        ("exec sleep 30\n", {"max_convert_secs": 1}, TooLarge, "within max_convert_secs=1"),
+    ],
+    ids=["bad-alloc", "crash", "hang"],
+)
+def test_libreoffice_failing_is_typed(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    script: str,
+    options: dict[str, Any],
+    kind: type[Exception],
+    says: str,
+) -> None:
+    """A LibreOffice that runs out of memory under the worker's address-space limit, crashes
+    on the input or hangs (a stand-in program doing just that): too_large, invalid_input,
+    too_large past `max_convert_secs`, and nothing left running."""
+    fake = tmp_path / "fake-soffice"
+    fake.write_text("#!/bin/sh\n" + script)
+    fake.chmod(0o755)
+    monkeypatch.setenv("DOCLING_LIBREOFFICE_CMD", str(fake))
+    path = tmp_path / "letter.rtf"
+    path.write_bytes(corpus.LETTER_RTF)
+    started = time.monotonic()
+    with pytest.raises(kind, match=says):
+        run_handler(handle, path, format="rtf", options=options)
+    assert time.monotonic() - started < 20
+    assert _processes_mentioning(str(fake)) == []

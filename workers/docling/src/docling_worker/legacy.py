@@ -24,10 +24,12 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 from io import BytesIO
 from pathlib import Path
+from typing import NoReturn
 
 import olefile
 from docling.backend.docx.drawingml.utils import (
@@ -167,8 +169,18 @@ def libreoffice_convert(data: bytes, kind: str, target: str, max_seconds: int) -
         converted = out / f"input.{target}"
         if not converted.is_file():
             said = (done.stderr or done.stdout or b"").decode("utf-8", "replace").strip()
-            detail = f": {said[-200:]}" if said else ""
-            raise InvalidInput(
-                f"LibreOffice could not load {what} (exit {done.returncode}{detail})"
-            )
+            _refuse(what, done.returncode, said)
         return converted.read_bytes()
+
+
+def _refuse(what: str, code: int, said: str) -> NoReturn:
+    """Why LibreOffice made nothing, typed: out of memory under the worker's address-space
+    limit (C++'s bad_alloc, or killed) is too_large; anything else, a crash on the input
+    included, is invalid_input."""
+    detail = f": {said[-200:]}" if said else ""
+    if "bad_alloc" in said or code == -signal.SIGKILL:
+        raise TooLarge(f"LibreOffice ran out of memory converting {what} (exit {code}{detail})")
+    if code < 0:
+        name = signal.Signals(-code).name if -code in signal.valid_signals() else str(-code)
+        raise InvalidInput(f"LibreOffice crashed on {what} ({name}{detail})")
+    raise InvalidInput(f"LibreOffice could not load {what} (exit {code}{detail})")
