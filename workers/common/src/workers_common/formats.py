@@ -26,7 +26,10 @@ __all__ = [
     "EXTENSIONS",
     "IMAGE_SIGNATURES",
     "MEDIA_TYPES",
+    "OLE_SIGNATURE",
     "ROUTABLE_FORMATS",
+    "RTF_SIGNATURE",
+    "ZIP_SIGNATURE",
     "Route",
     "by_name",
     "detect_format",
@@ -118,9 +121,12 @@ ROUTABLE_FORMATS = frozenset(EXTENSIONS.values()) | frozenset(MEDIA_TYPES.values
 _COMPRESSED = {"gz": b"\x1f\x8b", "zst": b"\x28\xb5\x2f\xfd", "zstd": b"\x28\xb5\x2f\xfd"}
 _COMPRESSIBLE = frozenset({"csv", "tsv"})
 _PDF, _PARQUET = b"%PDF-", b"PAR1"
-_ZIP = b"PK\x03\x04"
-_RTF = b"{\\rtf"
-_OLE = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+ZIP_SIGNATURE = b"PK\x03\x04"
+"""A zip archive's first local header: OOXML, OpenDocument and EPUB packages."""
+RTF_SIGNATURE = b"{\\rtf"
+OLE_SIGNATURE = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+"""An OLE2 compound file's: .msg, .xls, .doc, .ppt."""
+_ZIP, _RTF, _OLE = ZIP_SIGNATURE, RTF_SIGNATURE, OLE_SIGNATURE
 IMAGE_SIGNATURES = (
     b"\x89PNG\r\n\x1a\n", b"\xff\xd8\xff", b"II*\x00", b"MM\x00*", b"BM", b"GIF87a", b"GIF89a",
     b"P4", b"P5", b"P6",

@@ -41,6 +41,7 @@ from docling.exceptions import DocumentLoadError
 from docling_core.types.doc import DoclingDocument
 
 from workers_common import InvalidInput, TooLarge, Unsupported
+from workers_common.formats import ZIP_SIGNATURE
 
 from .model import Converted, SourceMeta
 
@@ -60,7 +61,6 @@ _BACKENDS: dict[str, tuple[InputFormat, type[DeclarativeDocumentBackend], str]] 
     # folder, so they read nothing; no TikZ engine runs (docling's defaults).
     "latex": (InputFormat.LATEX, LatexDocumentBackend, "input.tex"),
 }
-_ZIP_MAGIC = b"PK\x03\x04"
 _ZIPPED = frozenset({"docx", "pptx", "odt", "odp", "epub"})
 _CHECKED_ZIPS = frozenset({"pptx", "odt", "odp", "epub"})
 """Packages whose declared sizes the worker checks (docling checks a DOCX's itself)."""
@@ -81,7 +81,7 @@ _PARSE_ERRORS: dict[str, tuple[type[Exception], ...]] = {
 
 def _open(data: bytes, fmt: str) -> tuple[InputDocument, DeclarativeDocumentBackend]:
     input_format, backend_class, filename = _BACKENDS[fmt]
-    if fmt in _ZIPPED and not data.startswith(_ZIP_MAGIC):
+    if fmt in _ZIPPED and not data.startswith(ZIP_SIGNATURE):
         raise InvalidInput(
             f"not a {fmt.upper()} file: {fmt.upper()} files are zip archives and this is not one"
         )

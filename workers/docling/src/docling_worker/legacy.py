@@ -39,23 +39,19 @@ from docling.backend.docx.drawingml.utils import (
 
 from workers_common import InvalidInput, TooLarge, Unsupported
 from workers_common.children import pdeathsig_argv
+from workers_common.formats import OLE_SIGNATURE, RTF_SIGNATURE, ZIP_SIGNATURE
 
 __all__ = [
     "DEFAULT_MAX_CONVERT_SECS",
-    "LEGACY_FORMATS",
     "libreoffice_convert",
     "modern_bytes",
     "soffice_binary",
 ]
 
-LEGACY_FORMATS = ("doc", "ppt", "rtf")
 DEFAULT_MAX_CONVERT_SECS = 120
 """Wall time one LibreOffice conversion may take (a 300-page .doc converts in a few
 seconds here); past it the conversion is killed and the job is too_large."""
 
-_OLE = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
-_ZIP = b"PK\x03\x04"
-_RTF = b"{\\rtf"
 _RESTART = 81
 """soffice.bin's exit code asking its launcher to start it again: it does so once, on
 the first start with a new profile."""
@@ -89,13 +85,13 @@ def modern_bytes(data: bytes, fmt: str, max_seconds: int) -> tuple[bytes, str, s
 def _kind(data: bytes, fmt: str) -> str:
     """What the bytes are (doc, ppt, rtf, docx, pptx), or a typed refusal."""
     head = data[:8].lstrip(b"\xef\xbb\xbf \t\r\n")
-    if head.startswith(_RTF) and fmt in ("doc", "rtf"):
+    if head.startswith(RTF_SIGNATURE) and fmt in ("doc", "rtf"):
         return "rtf"
     if fmt == "rtf":
         raise InvalidInput("not an RTF document: it does not start with {\\rtf")
-    if data.startswith(_ZIP):
+    if data.startswith(ZIP_SIGNATURE):
         return "docx" if fmt == "doc" else "pptx"
-    if not data.startswith(_OLE):
+    if not data.startswith(OLE_SIGNATURE):
         raise InvalidInput(f"not {_NAMES[fmt]}: not an OLE2 compound file")
     try:
         with olefile.OleFileIO(BytesIO(data)) as ole:

@@ -14,6 +14,7 @@ Resources are not read: the projection keeps no pixels.
 from __future__ import annotations
 
 import codecs
+from dataclasses import dataclass
 from email import policy
 from email.message import Message
 from email.parser import BytesParser
@@ -26,20 +27,18 @@ __all__ = ["MhtmlPage", "mhtml_page"]
 _HEADER_SCAN = 16 * 1024
 
 
+@dataclass(frozen=True, slots=True)
 class MhtmlPage:
     """The archive's root page (bytes for the HTML reader) and where it was saved from."""
 
-    __slots__ = ("html", "url")
-
-    def __init__(self, html: bytes, url: str | None) -> None:
-        self.html = html
-        self.url = url
+    html: bytes
+    url: str | None
 
 
 def mhtml_page(data: bytes) -> MhtmlPage:
     """The root HTML page of an MHTML archive; invalid_input when there is none."""
-    head = data[:_HEADER_SCAN].lower()
-    if b"content-type:" not in head or b"\n\n" not in data.replace(b"\r\n", b"\n")[:_HEADER_SCAN]:
+    head = data[:_HEADER_SCAN].lower().replace(b"\r\n", b"\n")
+    if b"content-type:" not in head or b"\n\n" not in head:
         raise InvalidInput("not an MHTML archive: no MIME header")
     message = BytesParser(policy=policy.compat32).parsebytes(data)
     root = _root(message)

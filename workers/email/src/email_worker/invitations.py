@@ -31,6 +31,7 @@ __all__ = [
     "MAX_CALENDAR_BYTES",
     "MAX_EVENTS",
     "CalendarRead",
+    "capped",
     "event_key",
     "read_calendar",
 ]
@@ -84,8 +85,8 @@ def _read(data: bytes, max_events: int) -> CalendarRead:
     method = (_text(calendar.get("METHOD")) or "").upper() or None
     read = CalendarRead(
         method=method,
-        name=_capped(calendar.get("X-WR-CALNAME")),
-        product=_capped(calendar.get("PRODID")),
+        name=capped(calendar.get("X-WR-CALNAME")),
+        product=capped(calendar.get("PRODID")),
     )
     events, defects = read.events, read.defects
     seen: set[tuple[str | None, ...]] = set()
@@ -124,11 +125,11 @@ def _event(component: Any, uid: str | None, method: str | None) -> CalendarEvent
     event = CalendarEvent(
         uid=uid or "",
         method=method,
-        summary=_capped(component.get("SUMMARY")),
+        summary=capped(component.get("SUMMARY")),
         start=_moment(start),
         end=_moment(end),
         all_day=isinstance(start, date) and not isinstance(start, datetime),
-        location=_capped(component.get("LOCATION")),
+        location=capped(component.get("LOCATION")),
         status=(_text(component.get("STATUS")) or "").upper() or None,
         sequence=int(sequence) if sequence is not None else None,
         recurrence_id=_moment(component.decoded("RECURRENCE-ID", None)),
@@ -155,7 +156,8 @@ def _text(value: object) -> str | None:
     return text or None
 
 
-def _capped(value: object) -> str | None:
+def capped(value: object) -> str | None:
+    """A summary, place or name on one line, at most 500 characters; None when empty."""
     text = " ".join(str(value).split()) if value is not None else ""
     return text[:_TEXT_CAP] or None
 

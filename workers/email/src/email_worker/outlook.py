@@ -35,6 +35,7 @@ from extract_msg.exceptions import (
 from extract_msg.msg_classes import MessageBase
 
 from workers_common import InvalidInput, Unsupported
+from workers_common.formats import OLE_SIGNATURE
 
 from .charsets import clean_text, decode_bytes
 from .dates import parse_date_header, received_dates
@@ -49,7 +50,6 @@ from .rtf import rtf_body
 
 __all__ = ["OLE_SIGNATURE", "parse_msg"]
 
-OLE_SIGNATURE = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 MAX_EMBED_DEPTH = 8
 """Embedded .msg attachments are parsed (for their ids) this many levels deep."""
 

@@ -27,6 +27,7 @@ from typing import Any
 from extract_msg.constants import ps
 
 from .charsets import clean_text
+from .invitations import capped
 from .model import Attendee, CalendarEvent, Mailbox, ParsedMessage
 
 __all__ = ["meeting_event"]
@@ -66,11 +67,11 @@ def meeting_event(msg: Any, message_class: str, parsed: ParsedMessage) -> Calend
     event = CalendarEvent(
         uid=_uid(msg) or "",
         method=method,
-        summary=_capped(clean_text(title)),
+        summary=capped(clean_text(title)),
         start=start.isoformat() if isinstance(start, datetime) else None,
         end=end.isoformat() if isinstance(end, datetime) else None,
         all_day=bool(_named(msg, "8215", ps.PSETID_APPOINTMENT)),
-        location=_capped(location),
+        location=capped(location) if isinstance(location, str) else None,
         status="CANCELLED" if method == "CANCEL" else None,
     )
     sender = parsed.senders[0] if parsed.senders else None
@@ -85,10 +86,6 @@ def meeting_event(msg: Any, message_class: str, parsed: ParsedMessage) -> Calend
     for role, mailboxes in roles:
         event.attendees += [Attendee(Mailbox(m.address, m.name), role, None) for m in mailboxes]
     return event
-
-
-def _capped(value: object) -> str | None:
-    return " ".join(value.split())[:500] or None if isinstance(value, str) else None
 
 
 def _named(msg: Any, lid: str, guid: str) -> Any:

@@ -38,13 +38,12 @@ from pathlib import Path
 import olefile
 
 from workers_common import InvalidInput, TooLarge, Unsupported
+from workers_common.formats import OLE_SIGNATURE, ZIP_SIGNATURE
 
 from .opc import DAMAGED_ZIP, WorkbookPart, canonical_copy, locate_workbook, uses_1904_dates
 
-__all__ = ["OLE_MAGIC", "Workbook", "check_xlsx", "prepare_workbook"]
+__all__ = ["Workbook", "check_xlsx", "prepare_workbook"]
 
-OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
-_ZIP_MAGIC = b"PK\x03\x04"
 _READ = 1 << 20
 # Small members (styles, relationship parts) compress extremely well and are harmless:
 # the ratio test only applies past this many inflated bytes.
@@ -84,9 +83,9 @@ def prepare_workbook(
     running (call `wait()` before anything but the native scanner reads it)."""
     with path.open("rb") as handle:
         magic = handle.read(8)
-    if magic == OLE_MAGIC:
+    if magic == OLE_SIGNATURE:
         return _ole(fmt, path, workdir, max_bytes)
-    if not magic.startswith(_ZIP_MAGIC):
+    if not magic.startswith(ZIP_SIGNATURE):
         what = f"a {fmt} workbook (xlsx, xlsb and ods are zip, xls OLE2)"
         raise InvalidInput(f"content is not a zip archive or an OLE2 file: not {what}")
     with _open_zip(path, fmt) as archive, _zip_features(fmt), _readable_zip(fmt):
