@@ -232,6 +232,94 @@ def with_main_part_type(data: bytes, plain: str, variant: str) -> bytes:
     return out.getvalue()
 
 
+_W = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
+
+
+def _notes_part(kind: str, notes: list[str]) -> bytes:
+    """word/footnotes.xml or word/endnotes.xml as Word writes it: the separator and
+    continuation separator first (no text of the author), then one note per text."""
+    items = [
+        f'<w:{kind} w:type="separator" w:id="-1"><w:p><w:r><w:separator/></w:r></w:p></w:{kind}>',
+        f'<w:{kind} w:type="continuationSeparator" w:id="0"><w:p><w:r>'
+        f"<w:continuationSeparator/></w:r></w:p></w:{kind}>",
+    ]
+    for number, text in enumerate(notes, start=1):
+        items.append(
+            f'<w:{kind} w:id="{number}"><w:p><w:r><w:{kind}Ref/></w:r>'
+            f'<w:r><w:t xml:space="preserve"> {text}</w:t></w:r></w:p></w:{kind}>'
+        )
+    return (
+        f'<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<w:{kind}s xmlns:w="{_W}">'
+        + "".join(items)
+        + f"</w:{kind}s>"
+    ).encode()
+
+
+def notes_docx() -> bytes:
+    """A clause with a footnote and an endnote (their text lives in word/footnotes.xml and
+    word/endnotes.xml, the body holds only a reference), under a running header and
+    footer that are page furniture."""
+    from docx.opc.constants import RELATIONSHIP_TYPE as RT
+    from docx.opc.packuri import PackURI
+    from docx.opc.part import Part
+    from docx.oxml import OxmlElement
+    from docx.oxml.ns import qn
+
+    doc = DocxDocument()
+    doc.core_properties.created = FIXED.replace(tzinfo=None)
+    doc.core_properties.modified = FIXED.replace(tzinfo=None)
+    section = doc.sections[0]
+    section.header.paragraphs[0].text = "Confidential draft header"
+    section.footer.paragraphs[0].text = "Page footer of the draft"
+    doc.add_heading("Liability", level=1)
+    clause = doc.add_paragraph("The supplier is liable for direct damage only.")
+    for kind in ("footnote", "endnote"):
+        run = OxmlElement("w:r")
+        reference = OxmlElement(f"w:{kind}Reference")
+        reference.set(qn("w:id"), "1")
+        run.append(reference)
+        clause._p.append(run)
+    doc.add_paragraph("Either party may end the agreement in writing.")
+    package = doc.part.package
+    for kind, reltype, text in (
+        ("footnote", RT.FOOTNOTES, "Indirect damage includes lost profit and lost data."),
+        ("endnote", RT.ENDNOTES, "See the framework agreement of 2024, clause 9."),
+    ):
+        part = Part(
+            PackURI(f"/word/{kind}s.xml"),
+            f"application/vnd.openxmlformats-officedocument.wordprocessingml.{kind}s+xml",
+            _notes_part(kind, [text]),
+            package,
+        )
+        doc.part.relate_to(part, reltype)
+    out = io.BytesIO()
+    doc.save(out)
+    return _fixed_zip_times(out.getvalue())
+
+
+def notes_odt() -> bytes:
+    """An OpenDocument text with a footnote inside a paragraph (`text:note`): its citation
+    and body sit inline in the XML, and the reader takes the body out of the sentence."""
+    from odfdo import Note
+
+    doc = OdfDocument("text")
+    _odf_meta(doc, "Liability")
+    body = doc.body
+    body.clear()
+    body.append(OdfHeader(1, "Liability"))
+    clause = OdfParagraph("The supplier is liable for direct damage only.")
+    note = Note(
+        note_class="footnote",
+        note_id="ftn1",
+        citation="1",
+        body="Indirect damage includes lost profit and lost data.",
+    )
+    clause.insert_note(note, after="only")
+    body.append(clause)
+    body.append(OdfParagraph("Either party may end the agreement in writing."))
+    return _odf_bytes(doc)
+
+
 def saved_page_mhtml() -> bytes:
     """A page saved as Chrome saves "Webpage, single file": the page's address in
     Snapshot-Content-Location, its HTML quoted-printable in windows-1252 while the page

@@ -34,6 +34,8 @@ CORPUS: dict[str, tuple[str, Callable[[], bytes]]] = {
     "report-docx": ("docx", corpus.report_docx),
     "deck-pptx": ("pptx", corpus.deck_pptx),
     "report-odt": ("odt", corpus.report_odt),
+    "notes-docx": ("docx", corpus.notes_docx),
+    "notes-odt": ("odt", corpus.notes_odt),
     "deck-odp": ("odp", corpus.deck_odp),
     "book-epub": ("epub", corpus.book_epub),
     "paper-latex": ("latex", lambda: corpus.PAPER_TEX.encode()),
@@ -300,3 +302,22 @@ def test_a_hidden_slide_is_left_out_and_a_visible_one_kept(tmp_path: Path) -> No
     assert "Questions welcome" in text
     assert "Highlights" not in text
     assert "Revenue up 12%" not in text
+
+
+@pytest.mark.parametrize("name", ["notes-docx", "notes-odt"])
+def test_footnotes_and_endnotes_are_text_and_running_headers_are_not(
+    name: str, tmp_path: Path
+) -> None:
+    """docling's DOCX and OpenDocument readers put a note's body in the furniture layer,
+    beside the running header and footer: the notes are read (FOOTNOTE nodes, after the
+    body), the header and footer are not."""
+    sub = json.loads(project(tmp_path, name)[0])
+    text = sub["canonicalText"]
+    notes = [n for n in sub["nodes"] if "FOOTNOTE" in n["labels"]]
+    expected = ["Indirect damage includes lost profit and lost data."]
+    if name == "notes-docx":
+        expected.append("See the framework agreement of 2024, clause 9.")
+    assert [_span_text(sub, n) for n in notes] == expected
+    assert text.index("Either party may end") < text.index("Indirect damage")
+    assert "Confidential draft header" not in text
+    assert "Page footer of the draft" not in text

@@ -157,13 +157,25 @@ commands), backgrounds, and what the source hides (a hidden slide). Speaker note
 stay: they are the author's text."""
 
 
+def _read(item: NodeItem) -> bool:
+    """Whether an item is part of the document's text. Footnotes and endnotes are, though
+    docling's DOCX and OpenDocument readers put them in the furniture layer (beside the
+    running headers) at the end of the body: their text is the author's, and a contract or
+    a paper says much of what it says in them."""
+    if item.content_layer not in _OUTSIDE:
+        return True
+    return item.content_layer is ContentLayer.FURNITURE and getattr(item, "label", None) is (
+        DocItemLabel.FOOTNOTE
+    )
+
+
 def _children(node: NodeItem, document: DoclingDocument) -> Iterator[NodeItem]:
     for ref in node.children:
         try:
             child = ref.resolve(document)
         except (IndexError, KeyError, ValueError, AttributeError) as err:
             raise InvalidInput(f"DoclingDocument: dangling reference {ref.cref}") from err
-        if isinstance(child, NodeItem) and child.content_layer not in _OUTSIDE:
+        if isinstance(child, NodeItem) and _read(child):
             yield child
 
 
