@@ -61,6 +61,12 @@ def test_by_name(name: str, expected: str | None) -> None:
         ("download", "application/msword", b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1rest", "doc"),
         ("letter.rtf", "", b"plain text", None),
         ("macros.DOCM", "", b"PK\x03\x04rest", "docx"),
+        # OpenDocument templates are the text's, presentation's and spreadsheet's packages.
+        ("letter.OTT", "", b"PK\x03\x04rest", "odt"),
+        ("deck.otp", "", b"PK\x03\x04rest", "odp"),
+        ("budget.ots", "", b"PK\x03\x04rest", "ods"),
+        ("invoice.xltx", "", b"PK\x03\x04rest", "xlsx"),
+        ("download", "application/vnd.oasis.opendocument.text-template", b"PK\x03\x04", "odt"),
         ("saved.mht", "", b"From: <Saved by Blink>\r\nContent-Type: multipart/related", "mhtml"),
         ("saved.mht", "", b"PK\x03\x04 a zip named .mht", None),
         (

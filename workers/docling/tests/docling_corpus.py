@@ -232,6 +232,22 @@ def with_main_part_type(data: bytes, plain: str, variant: str) -> bytes:
     return out.getvalue()
 
 
+def as_odf_template(data: bytes) -> bytes:
+    """An OpenDocument text or presentation as its template (.ott, .otp): the same members,
+    `mimetype` and the manifest's root entry naming `...-template` (what LibreOffice writes
+    for File > Templates > Save as Template)."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(data)) as source, zipfile.ZipFile(out, "w") as copy:
+        plain = source.read("mimetype").strip()
+        for member in source.infolist():
+            body = source.read(member)
+            if member.filename in ("mimetype", "META-INF/manifest.xml"):
+                assert plain in body
+                body = body.replace(plain, plain + b"-template")
+            copy.writestr(member, body)
+    return out.getvalue()
+
+
 _W = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
 
 

@@ -288,6 +288,16 @@ def test_macro_enabled_template_and_show_packages_read_as_documents(
     assert expected in sub["canonicalText"]
 
 
+@pytest.mark.parametrize("fmt", ["odt", "odp"])
+def test_opendocument_templates_read_as_documents(tmp_path: Path, fmt: str) -> None:
+    """odfdo refuses an `.ott` or `.otp` for its `mimetype` (`text-template`, not `text`),
+    though its content is a text's or a presentation's: they were invalid_input."""
+    data = corpus.report_odt() if fmt == "odt" else corpus.deck_odp()
+    sub = project(tmp_path, corpus.as_odf_template(data), fmt)
+    expected = "effective as of 1 March 2026" if fmt == "odt" else "Revenue up 12%"
+    assert expected in sub["canonicalText"]
+
+
 def test_saved_web_page_mhtml_reads_its_page_in_the_part_charset(tmp_path: Path) -> None:
     """The root page is read as HTML in the charset its MIME part names (windows-1252: the
     euro sign, a C1 control in ISO-8859-1), not the page's stale `<meta charset>`; the

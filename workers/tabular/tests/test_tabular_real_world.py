@@ -4,7 +4,9 @@ test here failed before the fix of its class."""
 
 from __future__ import annotations
 
+import io
 import json
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -140,6 +142,39 @@ def test_legacy_xls_and_ods_read_through_calamine(tmp_path: Path) -> None:
     }
     ods = labelled(project(tmp_path, CORPUS["ods"]), "ROW")
     assert ods == [{"item": "rent", "amount": 0.3010299956639812, "due": "2026-03-04"}]
+
+
+def test_an_excel_template_reads_as_xlsx(tmp_path: Path) -> None:
+    """An `.xltx` is a workbook whose main part is typed `...template.main+xml`: the CLI and
+    attachment routing now send it to xlsx, and it must read as the workbook it is."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(xlsx_bytes())) as book, zipfile.ZipFile(out, "w") as copy:
+        for member in book.infolist():
+            body = book.read(member)
+            if member.filename == "[Content_Types].xml":
+                body = body.replace(b"sheet.main+xml", b"template.main+xml")
+                assert b"template.main+xml" in body
+            copy.writestr(member, body)
+    plain = labelled(project(tmp_path, Fixture("book.xlsx", xlsx_bytes())), "ROW")
+    assert plain
+    assert labelled(project(tmp_path, Fixture("book.xlsx", out.getvalue())), "ROW") == plain
+
+
+def test_an_opendocument_spreadsheet_template_reads_as_ods(tmp_path: Path) -> None:
+    """An `.ots` (`mimetype` ...spreadsheet-template) holds a spreadsheet's content: the
+    guard refused it as "an OpenDocument package that is not a spreadsheet"."""
+    plain = b"application/vnd.oasis.opendocument.spreadsheet"
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(CORPUS["ods"].data)) as ods, zipfile.ZipFile(out, "w") as copy:
+        for member in ods.infolist():
+            body = ods.read(member)
+            if member.filename in ("mimetype", "META-INF/manifest.xml"):
+                assert plain in body
+                body = body.replace(plain, plain + b"-template")
+            copy.writestr(member, body)
+    template = out.getvalue()
+    rows = labelled(project(tmp_path, Fixture("plan.ods", template)), "ROW")
+    assert rows == [{"item": "rent", "amount": 0.3010299956639812, "due": "2026-03-04"}]
 
 
 @pytest.mark.parametrize("name", ["xlsb", "xlsb-1904"])

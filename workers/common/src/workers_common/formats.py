@@ -45,6 +45,7 @@ EXTENSIONS: Mapping[str, str] = {
     "doc": "doc", "dot": "doc", "ppt": "ppt", "pps": "ppt", "rtf": "rtf",
     "docm": "docx", "dotx": "docx", "dotm": "docx",
     "pptm": "pptx", "ppsx": "pptx", "ppsm": "pptx", "potx": "pptx", "potm": "pptx",
+    "ott": "odt", "otp": "odp", "ots": "ods", "xltx": "xlsx", "xltm": "xlsx",
     "html": "html", "htm": "html", "mht": "mhtml", "mhtml": "mhtml",
     "md": "md", "markdown": "md", "tex": "latex", "latex": "latex",
     "txt": "txt", "text": "txt", "rst": "txt", "adoc": "txt", "asciidoc": "txt",
@@ -104,12 +105,17 @@ MEDIA_TYPES: Mapping[str, str] = {
     "application/vnd.openxmlformats-officedocument.presentationml.template": "pptx",
     "application/vnd.ms-powerpoint.slideshow.macroenabled.12": "pptx",
     "application/vnd.ms-powerpoint.template.macroenabled.12": "pptx",
+    "application/vnd.oasis.opendocument.text-template": "odt",
+    "application/vnd.oasis.opendocument.presentation-template": "odp",
+    "application/vnd.oasis.opendocument.spreadsheet-template": "ods",
     "application/msword": "doc",
     "application/vnd.ms-powerpoint": "ppt",
     "application/rtf": "rtf",
     "text/rtf": "rtf",
     "application/vnd.ms-excel.sheet.binary.macroenabled.12": "xlsb",
     "application/vnd.ms-excel.sheet.macroenabled.12": "xlsx",
+    "application/vnd.openxmlformats-officedocument.spreadsheetml.template": "xlsx",
+    "application/vnd.ms-excel.template.macroenabled.12": "xlsx",
 }
 """Media type (lower case, no parameters) → format."""
 

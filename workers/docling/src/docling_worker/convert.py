@@ -137,6 +137,16 @@ def _no_rasterizing(backend: DeclarativeDocumentBackend, fmt: str) -> None:
 
 
 _MAIN_PART_TYPES: dict[str, tuple[bytes, tuple[bytes, ...]]] = {
+    # OpenDocument templates (.ott, .otp): odfdo, under docling's readers, refuses a
+    # `mimetype` of `...-template` ("Expected an OpenDocument 'text'").
+    "odt": (
+        b"application/vnd.oasis.opendocument.text",
+        (b"application/vnd.oasis.opendocument.text-template",),
+    ),
+    "odp": (
+        b"application/vnd.oasis.opendocument.presentation",
+        (b"application/vnd.oasis.opendocument.presentation-template",),
+    ),
     "docx": (
         b"application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml",
         (
@@ -155,21 +165,36 @@ _MAIN_PART_TYPES: dict[str, tuple[bytes, tuple[bytes, ...]]] = {
         ),
     ),
 }
-"""A package's main part types that python-docx / python-pptx refuse though the part is the
-plain document's: macro-enabled documents, templates and slide shows (.docm, .dotx, .dotm;
-.ppsx, .potx, .ppsm, .potm; python-pptx takes a .pptm as it is). Their macros live in a
-part of their own (vbaProject.bin), which is never run or read."""
+"""A package's main part types that python-docx / python-pptx / odfdo refuse though the part
+is the plain document's: macro-enabled documents, templates and slide shows (.docm, .dotx,
+.dotm; .ppsx, .potx, .ppsm, .potm; python-pptx takes a .pptm as it is; OpenDocument's
+.ott and .otp). Their macros live in a part of their own (vbaProject.bin, Basic/), which
+is never run or read."""
+
+_TYPE_MEMBERS: dict[str, tuple[str, ...]] = {
+    "docx": ("[Content_Types].xml",),
+    "pptx": ("[Content_Types].xml",),
+    # An OpenDocument package names its type in `mimetype` (the first member, stored) and
+    # again as the manifest's root entry.
+    "odt": ("mimetype", "META-INF/manifest.xml"),
+    "odp": ("mimetype", "META-INF/manifest.xml"),
+}
+"""The members of each package that name its main type."""
+_ODF = frozenset({"odt", "odp"})
 
 
 def _as_plain_package(data: bytes, fmt: str) -> bytes:
-    """`data`, or for a variant package (above) a copy whose [Content_Types].xml names its
-    main part as the plain document's, every other member as it was (stored, not
-    compressed again). Its declared sizes are checked first: the copy inflates them."""
+    """`data`, or for a variant package (above) a copy whose type members (_TYPE_MEMBERS)
+    name its main part as the plain document's, every other member as it was (in order,
+    stored, not compressed again). Its declared sizes are checked first: the copy inflates
+    them."""
     plain, variants = _MAIN_PART_TYPES[fmt]
+    members = _TYPE_MEMBERS[fmt]
     try:
         with zipfile.ZipFile(BytesIO(data)) as archive:
-            types = archive.read("[Content_Types].xml")
-            found = [variant for variant in variants if variant in types]
+            types = archive.read(members[0])
+            # An ODF `mimetype` is the type alone; OPC's [Content_Types].xml lists it.
+            found = [v for v in variants if (v == types.strip() if fmt in _ODF else v in types)]
             if not found:
                 return data
             _check_declared_sizes(data, fmt.upper())
@@ -177,10 +202,10 @@ def _as_plain_package(data: bytes, fmt: str) -> bytes:
             with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as copy:
                 for member in archive.infolist():
                     body = archive.read(member)
-                    if member.filename == "[Content_Types].xml":
+                    if member.filename in members:
                         body = body.replace(found[0], plain)
                     copy.writestr(member.filename, body)
-    except KeyError:  # no [Content_Types].xml: docling's reader says what is wrong
+    except KeyError:  # no type member: docling's reader says what is wrong
         return data
     except (zipfile.BadZipFile, zlib.error, OSError, EOFError, ValueError) as err:
         raise InvalidInput(f"not a readable {fmt.upper()} file: {str(err)[:200]}") from err

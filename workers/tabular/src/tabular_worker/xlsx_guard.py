@@ -48,7 +48,13 @@ _READ = 1 << 20
 # Small members (styles, relationship parts) compress extremely well and are harmless:
 # the ratio test only applies past this many inflated bytes.
 _RATIO_FLOOR = 1 << 20
-_ODS_MIMETYPE = b"application/vnd.oasis.opendocument.spreadsheet"
+_ODS_MIMETYPES = frozenset(
+    {
+        b"application/vnd.oasis.opendocument.spreadsheet",
+        # A template (.ots): the same content; calamine reads it as it is.
+        b"application/vnd.oasis.opendocument.spreadsheet-template",
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,7 +214,7 @@ def _opendocument(archive: zipfile.ZipFile) -> bool:
 
 def _zipped(fmt: str, archive: zipfile.ZipFile, path: Path, workdir: Path) -> Workbook:
     if _opendocument(archive):
-        if archive.read("mimetype").strip() != _ODS_MIMETYPE:
+        if archive.read("mimetype").strip() not in _ODS_MIMETYPES:
             raise InvalidInput("content is an OpenDocument package that is not a spreadsheet")
         return Workbook(_link(path, workdir, "ods"), "ods", date1904=False)
     workbook = locate_workbook(archive)
