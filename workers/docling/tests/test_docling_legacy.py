@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+import zipfile
 from io import BytesIO
 from pathlib import Path
 from typing import Any
@@ -296,6 +297,60 @@ def test_opendocument_templates_read_as_documents(tmp_path: Path, fmt: str) -> N
     sub = project(tmp_path, corpus.as_odf_template(data), fmt)
     expected = "effective as of 1 March 2026" if fmt == "odt" else "Revenue up 12%"
     assert expected in sub["canonicalText"]
+
+
+def test_opendocument_styles_in_foreign_namespaces_are_read(tmp_path: Path) -> None:
+    """odfdo raised ValueError ("URI 'http://www.w3.org/2000/svg' not found") for a style
+    attribute in a namespace it does not list, and docling reads every style's attributes:
+    26 of LibreOffice's own 79 text templates (which declare `svg:` as W3C's SVG
+    namespace) were invalid_input."""
+    from hostile import replaced
+
+    data = corpus.report_odt()
+    content = zipfile.ZipFile(BytesIO(data)).read("content.xml").decode()
+    content = content.replace(
+        "<office:document-content ",
+        '<office:document-content xmlns:w3svg="http://www.w3.org/2000/svg"'
+        ' xmlns:acme="http://example.com/acme/1.0" ',
+        1,
+    )
+    content = content.replace(
+        "<office:automatic-styles/>",
+        '<office:automatic-styles><style:style style:name="T1" style:family="text">'
+        '<style:text-properties w3svg:font-family="Serif" acme:shade="2"'
+        ' fo:font-weight="bold"/></style:style></office:automatic-styles>',
+        1,
+    )
+    content = content.replace(
+        "<text:p>This agreement is made",
+        '<text:p><text:span text:style-name="T1">Note:</text:span> This agreement is made',
+        1,
+    )
+    sub = project(tmp_path, replaced(data, "content.xml", content.encode()), "odt")
+    assert "Note: This agreement is made between Alpha Ltd and Beta GmbH." in sub["canonicalText"]
+
+
+def test_a_styles_only_opendocument_template_is_an_empty_document(tmp_path: Path) -> None:
+    """LibreOffice's Default.ott, Simple.ott and Modern.ott hold no content.xml (styles,
+    meta and a thumbnail): a document of no text, titled from meta.xml, not a failure.
+    A document (not a template) without content.xml stays invalid_input."""
+    template = corpus.as_odf_template(corpus.report_odt())
+    sub = project(tmp_path, _without_member(template, "content.xml"), "odt")
+    assert sub["canonicalText"] == ""
+    assert document(sub)["title"] == "Supply agreement"
+    path = tmp_path / "damaged.odt"
+    path.write_bytes(_without_member(corpus.report_odt(), "content.xml"))
+    with pytest.raises(InvalidInput, match=r"has no content\.xml"):
+        run_handler(handle, path, format="odt", options={})
+
+
+def _without_member(data: bytes, name: str) -> bytes:
+    out = BytesIO()
+    with zipfile.ZipFile(BytesIO(data)) as source, zipfile.ZipFile(out, "w") as copy:
+        for member in source.infolist():
+            if member.filename != name:
+                copy.writestr(member, source.read(member))
+    return out.getvalue()
 
 
 def test_saved_web_page_mhtml_reads_its_page_in_the_part_charset(tmp_path: Path) -> None:

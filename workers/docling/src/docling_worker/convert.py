@@ -81,14 +81,7 @@ _PARSE_ERRORS: dict[str, tuple[type[Exception], ...]] = {
 
 def _open(data: bytes, fmt: str) -> tuple[InputDocument, DeclarativeDocumentBackend]:
     input_format, backend_class, filename = _BACKENDS[fmt]
-    if fmt in _ZIPPED and not data.startswith(ZIP_SIGNATURE):
-        raise InvalidInput(
-            f"not a {fmt.upper()} file: {fmt.upper()} files are zip archives and this is not one"
-        )
-    if fmt in _CHECKED_ZIPS:
-        _check_declared_sizes(data, fmt.upper())
-    if fmt in _MAIN_PART_TYPES:
-        data = _as_plain_package(data, fmt)
+    data = _prepared(data, fmt)
     document = InputDocument(
         path_or_stream=BytesIO(data), format=input_format, backend=backend_class, filename=filename
     )
@@ -112,6 +105,91 @@ def _open(data: bytes, fmt: str) -> tuple[InputDocument, DeclarativeDocumentBack
     if fmt in _RASTERIZERS:
         _no_rasterizing(backend, fmt)
     return document, backend
+
+
+def _prepared(data: bytes, fmt: str) -> bytes:
+    """The bytes docling's reader gets: a variant package as its plain type's, a
+    styles-only OpenDocument template with an empty body."""
+    if fmt in _ZIPPED and not data.startswith(ZIP_SIGNATURE):
+        raise InvalidInput(
+            f"not a {fmt.upper()} file: {fmt.upper()} files are zip archives and this is not one"
+        )
+    if fmt in _CHECKED_ZIPS:
+        _check_declared_sizes(data, fmt.upper())
+    if fmt in _ODF:
+        _tolerate_foreign_namespaces()
+        if _without_content(data):
+            # LibreOffice's Default.ott holds mimetype, manifest, meta and styles: a
+            # document of no text, as LibreOffice opens it.
+            data = _with_empty_body(data, fmt)
+    if fmt in _MAIN_PART_TYPES:
+        data = _as_plain_package(data, fmt)
+    return data
+
+
+def _without_content(data: bytes) -> bool:
+    """An OpenDocument template without content.xml; a document without it is damaged
+    (InvalidInput)."""
+    try:
+        with zipfile.ZipFile(BytesIO(data)) as archive:
+            names = set(archive.namelist())
+            if "content.xml" in names:
+                return False
+            mimetype = archive.read("mimetype").strip() if "mimetype" in names else b""
+    except (zipfile.BadZipFile, zlib.error, OSError, EOFError, ValueError):
+        return False  # docling's reader says what is wrong
+    if mimetype.endswith(b"-template") and "styles.xml" in names:
+        return True
+    raise InvalidInput("not a readable OpenDocument file: the package has no content.xml")
+
+
+_EMPTY_BODY = (
+    '<?xml version="1.0" encoding="UTF-8"?>'
+    '<office:document-content xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0"'
+    ' office:version="1.3"><office:body><office:{kind}/></office:body>'
+    "</office:document-content>"
+)
+
+
+def _with_empty_body(data: bytes, fmt: str) -> bytes:
+    """A copy of the package with a content.xml of an empty text or presentation."""
+    kind = "text" if fmt == "odt" else "presentation"
+    out = BytesIO()
+    with zipfile.ZipFile(BytesIO(data)) as archive, zipfile.ZipFile(out, "w") as copy:
+        for member in archive.infolist():
+            copy.writestr(member.filename, archive.read(member))
+        copy.writestr("content.xml", _EMPTY_BODY.format(kind=kind))
+    return out.getvalue()
+
+
+_FOREIGN_PREFIX = "foreign"
+_W3C_SVG = "http://www.w3.org/2000/svg"
+
+
+def _tolerate_foreign_namespaces() -> None:
+    """odfdo names an element's tag and attributes by the prefixes of the namespaces it
+    knows and raises ValueError for any other ("URI 'http://www.w3.org/2000/svg' not
+    found"); docling's ODT and ODP readers ask for every style's attributes, so one
+    attribute in another namespace failed the whole document. Some of LibreOffice's own
+    templates declare `svg:` as W3C's SVG namespace (ODF's is svg-compatible), and other
+    writers add namespaces of their own. W3C's SVG reads as `svg`, any other unknown one
+    as a placeholder prefix no reader looks for."""
+    import odfdo.element as element
+
+    known = getattr(element, "_uri_to_prefix", None)
+    if known is None or getattr(known, "_tolerant", False):
+        if known is None:  # an odfdo upgrade renamed it
+            _log.warning("odfdo.element no longer has _uri_to_prefix")
+        return
+
+    def tolerant(uri: str) -> str:
+        try:
+            return str(known(uri))
+        except ValueError:
+            return "svg" if uri == _W3C_SVG else _FOREIGN_PREFIX
+
+    setattr(tolerant, "_tolerant", True)  # noqa: B010 (a function's attribute)
+    setattr(element, "_uri_to_prefix", tolerant)  # noqa: B010
 
 
 _RASTERIZERS = {
