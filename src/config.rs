@@ -637,8 +637,9 @@ pub fn format_for_path(path: &Path) -> Option<&'static str> {
         "doc" | "dot" => "doc",
         "ppt" | "pps" => "ppt",
         "rtf" => "rtf",
-        "odt" | "ott" => "odt",
-        "odp" | "otp" => "odp",
+        // Templates, and LibreOffice's flat XML (one XML file) of a text or presentation.
+        "odt" | "ott" | "fodt" => "odt",
+        "odp" | "otp" | "fodp" => "odp",
         "epub" => "epub",
         "tex" | "latex" => "latex",
         "html" | "htm" => "html",
@@ -797,7 +798,7 @@ mod tests {
             ("repo.tar.bz2", "code-archive"), ("repo.tar", "code-archive"), ("repo.zip", "code-archive"),
             ("serde-1.0.200.crate", "code-archive"), ("attrs-23.2.0-py3-none-any.whl", "code-archive"), ("tool.pyz", "code-archive"), ("guava-33.0-sources.jar", "code-archive"),
             ("lib.rs", "code"), ("analysis.ipynb", "code"), ("app.tsx", "code"), ("x.hpp", "code"), ("m.mjs", "code"),
-            ("paper.pdf", "pdf"), ("memo.DOCX", "docx"), ("deck.pptx", "pptx"), ("old.DOC", "doc"), ("macros.docm", "docx"), ("show.ppsx", "pptx"), ("old.ppt", "ppt"), ("note.rtf", "rtf"), ("letter.odt", "odt"), ("slides.ODP", "odp"), ("letter.ott", "odt"), ("deck.otp", "odp"), ("book.epub", "epub"), ("paper.tex", "latex"), ("Inbox.mbox", "mbox"), ("team.ics", "ics"), ("page.htm", "html"), ("saved.mht", "mhtml"), ("notes.md", "md"),
+            ("paper.pdf", "pdf"), ("memo.DOCX", "docx"), ("deck.pptx", "pptx"), ("old.DOC", "doc"), ("macros.docm", "docx"), ("show.ppsx", "pptx"), ("old.ppt", "ppt"), ("note.rtf", "rtf"), ("letter.odt", "odt"), ("slides.ODP", "odp"), ("letter.ott", "odt"), ("deck.otp", "odp"), ("notes.fodt", "odt"), ("deck.fodp", "odp"), ("book.epub", "epub"), ("paper.tex", "latex"), ("Inbox.mbox", "mbox"), ("team.ics", "ics"), ("page.htm", "html"), ("saved.mht", "mhtml"), ("notes.md", "md"),
             ("doc.json", "docling"), ("events.jsonl", "docling"), ("dump.NDJSON", "docling"), ("scan.PNG", "image"), ("photo.jpeg", "image"), ("fax.tif", "image"), ("logo.GIF", "image"), ("page-1.ppm", "image"), ("sheet.csv", "csv"), ("sheet.csv.gz", "csv"), ("sheet.CSV.ZST", "csv"),
             ("t.tsv.xz", "tsv"), ("book.xlsm", "xlsx"), ("form.xltx", "xlsx"), ("old.xls", "xls"), ("b.xlsb", "xlsb"), ("c.ods", "ods"), ("c.ots", "ods"),
         ];

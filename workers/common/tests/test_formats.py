@@ -66,6 +66,11 @@ def test_by_name(name: str, expected: str | None) -> None:
         ("deck.otp", "", b"PK\x03\x04rest", "odp"),
         ("budget.ots", "", b"PK\x03\x04rest", "ods"),
         ("invoice.xltx", "", b"PK\x03\x04rest", "xlsx"),
+        # LibreOffice's flat XML of a text or presentation: one XML file.
+        ("notes.fodt", "", b'<?xml version="1.0"?>\n<office:document office:version="1.3">', "odt"),
+        ("deck.FODP", "", b"<office:document xmlns:office='urn:x'>", "odp"),
+        ("notes.fodt", "", b"PK\x03\x04 a package under a flat name", "odt"),
+        ("notes.fodt", "", b"plain text", None),
         ("download", "application/vnd.oasis.opendocument.text-template", b"PK\x03\x04", "odt"),
         ("saved.mht", "", b"From: <Saved by Blink>\r\nContent-Type: multipart/related", "mhtml"),
         ("saved.mht", "", b"PK\x03\x04 a zip named .mht", None),

@@ -232,6 +232,14 @@ def with_main_part_type(data: bytes, plain: str, variant: str) -> bytes:
     return out.getvalue()
 
 
+def as_flat_odf(data: bytes) -> bytes:
+    """An OpenDocument text or presentation as LibreOffice's flat XML (.fodt, .fodp): every
+    part in one XML file under `office:document`."""
+    out = io.BytesIO()
+    OdfDocument(io.BytesIO(data)).save(out, packaging="xml")
+    return out.getvalue()
+
+
 def as_odf_template(data: bytes) -> bytes:
     """An OpenDocument text or presentation as its template (.ott, .otp): the same members,
     `mimetype` and the manifest's root entry naming `...-template` (what LibreOffice writes

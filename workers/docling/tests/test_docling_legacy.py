@@ -299,6 +299,46 @@ def test_opendocument_templates_read_as_documents(tmp_path: Path, fmt: str) -> N
     assert expected in sub["canonicalText"]
 
 
+@pytest.mark.parametrize("fmt", ["odt", "odp"])
+def test_flat_opendocument_reads_as_its_package(tmp_path: Path, fmt: str) -> None:
+    """LibreOffice's flat XML (.fodt, .fodp) is one XML file; it was refused as "not a
+    zip archive"."""
+    data = corpus.report_odt() if fmt == "odt" else corpus.deck_odp()
+    flat = corpus.as_flat_odf(data)
+    assert flat.startswith(b"<?xml")
+    assert (
+        project(tmp_path, flat, fmt)["canonicalText"]
+        == project(tmp_path, data, fmt)["canonicalText"]
+    )
+
+
+@pytest.mark.parametrize(
+    "doctype",
+    [
+        b'<!DOCTYPE office:document [<!ENTITY x SYSTEM "file:///etc/passwd">]>',
+        b'<!DOCTYPE office:document [<!ENTITY a "aaaaaaaaaa">'
+        + b"".join(
+            b'<!ENTITY a%d "%s">' % (i, (b"&a%d;" % (i - 1) if i > 1 else b"&a;") * 10)
+            for i in range(1, 10)
+        )
+        + b"]>",
+    ],
+    ids=["external-entity", "entity-bomb"],
+)
+def test_a_flat_opendocument_with_entities_is_invalid_input(tmp_path: Path, doctype: bytes) -> None:
+    """The flat XML goes to odfdo's parser whole: an external entity (a local file) or an
+    entity bomb in it is refused, never expanded."""
+    flat = corpus.as_flat_odf(corpus.report_odt())
+    declaration, _, rest = flat.partition(b"?>")
+    reference = b"&x;" if b"SYSTEM" in doctype else b"&a9;"
+    body = rest.replace(b"This agreement is made", reference + b" This agreement is made", 1)
+    assert body != rest
+    path = tmp_path / "hostile.fodt"
+    path.write_bytes(declaration + b"?>" + doctype + body)
+    with pytest.raises(InvalidInput, match="not a readable ODT file"):
+        run_handler(handle, path, format="odt", options={})
+
+
 def test_opendocument_styles_in_foreign_namespaces_are_read(tmp_path: Path) -> None:
     """odfdo raised ValueError ("URI 'http://www.w3.org/2000/svg' not found") for a style
     attribute in a namespace it does not list, and docling reads every style's attributes:

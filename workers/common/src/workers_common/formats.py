@@ -33,6 +33,7 @@ __all__ = [
     "Route",
     "by_name",
     "detect_format",
+    "is_flat_opendocument",
     "media_type",
     "routed_formats",
 ]
@@ -46,6 +47,7 @@ EXTENSIONS: Mapping[str, str] = {
     "docm": "docx", "dotx": "docx", "dotm": "docx",
     "pptm": "pptx", "ppsx": "pptx", "ppsm": "pptx", "potx": "pptx", "potm": "pptx",
     "ott": "odt", "otp": "odp", "ots": "ods", "xltx": "xlsx", "xltm": "xlsx",
+    "fodt": "odt", "fodp": "odp",
     "html": "html", "htm": "html", "mht": "mhtml", "mhtml": "mhtml",
     "md": "md", "markdown": "md", "tex": "latex", "latex": "latex",
     "txt": "txt", "text": "txt", "rst": "txt", "adoc": "txt", "asciidoc": "txt",
@@ -108,6 +110,8 @@ MEDIA_TYPES: Mapping[str, str] = {
     "application/vnd.oasis.opendocument.text-template": "odt",
     "application/vnd.oasis.opendocument.presentation-template": "odp",
     "application/vnd.oasis.opendocument.spreadsheet-template": "ods",
+    "application/vnd.oasis.opendocument.text-flat-xml": "odt",
+    "application/vnd.oasis.opendocument.presentation-flat-xml": "odp",
     "application/msword": "doc",
     "application/vnd.ms-powerpoint": "ppt",
     "application/rtf": "rtf",
@@ -133,6 +137,22 @@ RTF_SIGNATURE = b"{\\rtf"
 OLE_SIGNATURE = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 """An OLE2 compound file's: .msg, .xls, .doc, .ppt."""
 _ZIP, _RTF, _OLE = ZIP_SIGNATURE, RTF_SIGNATURE, OLE_SIGNATURE
+_FLAT_ODF = (b"<?xml", b"\xef\xbb\xbf<?xml", b"<office:document")
+"""How a flat OpenDocument (.fodt, .fodp: one XML file, root `office:document`) starts."""
+
+
+def is_flat_opendocument(data: bytes) -> bool:
+    """Whether `data` is a flat OpenDocument: XML whose head names the root element
+    `office:document` (a packaged one's parts are `office:document-content` and the like)."""
+    if not data.startswith(_FLAT_ODF):
+        return False
+    head = data[:16384]
+    at = head.find(b"<office:document")
+    return at >= 0 and head[at + len(b"<office:document") : at + len(b"<office:document") + 1] in (
+        b" ", b">", b"\n", b"\r", b"\t",
+    )  # fmt: skip
+
+
 IMAGE_SIGNATURES = (
     b"\x89PNG\r\n\x1a\n", b"\xff\xd8\xff", b"II*\x00", b"MM\x00*", b"BM", b"GIF87a", b"GIF89a",
     b"P4", b"P5", b"P6",
@@ -152,8 +172,8 @@ _SIGNATURES = {
     "ods": (_ZIP,),
     "docx": (_ZIP,),
     "pptx": (_ZIP,),
-    "odt": (_ZIP,),
-    "odp": (_ZIP,),
+    "odt": (_ZIP, *_FLAT_ODF),
+    "odp": (_ZIP, *_FLAT_ODF),
     "epub": (_ZIP,),
     "xls": (_OLE,),
     "msg": (_OLE,),

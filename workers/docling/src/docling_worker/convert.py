@@ -41,7 +41,7 @@ from docling.exceptions import DocumentLoadError
 from docling_core.types.doc import DoclingDocument
 
 from workers_common import InvalidInput, TooLarge, Unsupported
-from workers_common.formats import ZIP_SIGNATURE
+from workers_common.formats import ZIP_SIGNATURE, is_flat_opendocument
 
 from .model import Converted, SourceMeta
 
@@ -110,6 +110,11 @@ def _open(data: bytes, fmt: str) -> tuple[InputDocument, DeclarativeDocumentBack
 def _prepared(data: bytes, fmt: str) -> bytes:
     """The bytes docling's reader gets: a variant package as its plain type's, a
     styles-only OpenDocument template with an empty body."""
+    if fmt in _ODF and is_flat_opendocument(data):
+        # A flat OpenDocument (.fodt, .fodp: LibreOffice's "Flat XML", one XML file): odfdo,
+        # under docling's readers, takes it as it is.
+        _tolerate_foreign_namespaces()
+        return data
     if fmt in _ZIPPED and not data.startswith(ZIP_SIGNATURE):
         raise InvalidInput(
             f"not a {fmt.upper()} file: {fmt.upper()} files are zip archives and this is not one"
