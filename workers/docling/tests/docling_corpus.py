@@ -218,18 +218,26 @@ def report_docx() -> bytes:
     return _fixed_zip_times(out.getvalue())
 
 
+def with_members(package: bytes, changes: dict[str, bytes | None]) -> bytes:
+    """The zip `package` with the named members' bytes replaced (None: left out), every
+    other member as it was (its name, date and compression kept)."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(package)) as source, zipfile.ZipFile(out, "w") as copy:
+        for member in source.infolist():
+            body = changes[member.filename] if member.filename in changes else source.read(member)
+            if body is not None:
+                copy.writestr(member, body)
+    return out.getvalue()
+
+
 def with_main_part_type(data: bytes, plain: str, variant: str) -> bytes:
     """A DOCX or PPTX package as its macro-enabled, template or slide-show sibling: the
     same parts, [Content_Types].xml naming the main part `variant` instead of `plain`."""
-    out = io.BytesIO()
-    with zipfile.ZipFile(io.BytesIO(data)) as source, zipfile.ZipFile(out, "w") as copy:
-        for member in source.infolist():
-            body = source.read(member)
-            if member.filename == "[Content_Types].xml":
-                assert plain.encode() in body
-                body = body.replace(plain.encode(), variant.encode())
-            copy.writestr(member, body)
-    return out.getvalue()
+    types = zipfile.ZipFile(io.BytesIO(data)).read("[Content_Types].xml")
+    assert plain.encode() in types
+    return with_members(
+        data, {"[Content_Types].xml": types.replace(plain.encode(), variant.encode())}
+    )
 
 
 def as_flat_odf(data: bytes) -> bytes:
@@ -244,16 +252,14 @@ def as_odf_template(data: bytes) -> bytes:
     """An OpenDocument text or presentation as its template (.ott, .otp): the same members,
     `mimetype` and the manifest's root entry naming `...-template` (what LibreOffice writes
     for File > Templates > Save as Template)."""
-    out = io.BytesIO()
-    with zipfile.ZipFile(io.BytesIO(data)) as source, zipfile.ZipFile(out, "w") as copy:
-        plain = source.read("mimetype").strip()
-        for member in source.infolist():
-            body = source.read(member)
-            if member.filename in ("mimetype", "META-INF/manifest.xml"):
-                assert plain in body
-                body = body.replace(plain, plain + b"-template")
-            copy.writestr(member, body)
-    return out.getvalue()
+    source = zipfile.ZipFile(io.BytesIO(data))
+    plain = source.read("mimetype").strip()
+    changes: dict[str, bytes | None] = {}
+    for name in ("mimetype", "META-INF/manifest.xml"):
+        body = source.read(name)
+        assert plain in body
+        changes[name] = body.replace(plain, plain + b"-template")
+    return with_members(data, changes)
 
 
 _W = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"

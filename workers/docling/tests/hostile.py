@@ -168,12 +168,7 @@ def pptx_dangling_slide() -> bytes:
 
 def replaced(package: bytes, member: str, data: bytes) -> bytes:
     """`package` with one member's bytes replaced (the others as they were)."""
-    source = zipfile.ZipFile(io.BytesIO(package))
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
-        for info in source.infolist():
-            archive.writestr(info, data if info.filename == member else source.read(info))
-    return out.getvalue()
+    return corpus.with_members(package, {member: data})
 
 
 _LAUGHS = (

@@ -375,22 +375,13 @@ def test_a_styles_only_opendocument_template_is_an_empty_document(tmp_path: Path
     meta and a thumbnail): a document of no text, titled from meta.xml, not a failure.
     A document (not a template) without content.xml stays invalid_input."""
     template = corpus.as_odf_template(corpus.report_odt())
-    sub = project(tmp_path, _without_member(template, "content.xml"), "odt")
+    sub = project(tmp_path, corpus.with_members(template, {"content.xml": None}), "odt")
     assert sub["canonicalText"] == ""
     assert document(sub)["title"] == "Supply agreement"
     path = tmp_path / "damaged.odt"
-    path.write_bytes(_without_member(corpus.report_odt(), "content.xml"))
+    path.write_bytes(corpus.with_members(corpus.report_odt(), {"content.xml": None}))
     with pytest.raises(InvalidInput, match=r"has no content\.xml"):
         run_handler(handle, path, format="odt", options={})
-
-
-def _without_member(data: bytes, name: str) -> bytes:
-    out = BytesIO()
-    with zipfile.ZipFile(BytesIO(data)) as source, zipfile.ZipFile(out, "w") as copy:
-        for member in source.infolist():
-            if member.filename != name:
-                copy.writestr(member, source.read(member))
-    return out.getvalue()
 
 
 def test_saved_web_page_mhtml_reads_its_page_in_the_part_charset(tmp_path: Path) -> None:

@@ -109,8 +109,8 @@ def test_unusual_packages_read_like_the_usual_one(tmp_path: Path, data: bytes) -
 
 
 def test_a_zip_without_any_workbook_part_is_invalid(tmp_path: Path) -> None:
-    data = wb._rewrite(xlsx_bytes(), {}, {b"officeDocument": b"somethingElse"})
-    data = wb._rewrite(data, {"xl/workbook.xml": "xl/other.xml"}, {})
+    data = wb.rewrite(xlsx_bytes(), {}, {b"officeDocument": b"somethingElse"})
+    data = wb.rewrite(data, {"xl/workbook.xml": "xl/other.xml"}, {})
     with pytest.raises(InvalidInput, match="without a workbook part"):
         project(tmp_path, Fixture("none.xlsx", data))
 
@@ -147,32 +147,22 @@ def test_legacy_xls_and_ods_read_through_calamine(tmp_path: Path) -> None:
 def test_an_excel_template_reads_as_xlsx(tmp_path: Path) -> None:
     """An `.xltx` is a workbook whose main part is typed `...template.main+xml`: the CLI and
     attachment routing now send it to xlsx, and it must read as the workbook it is."""
-    out = io.BytesIO()
-    with zipfile.ZipFile(io.BytesIO(xlsx_bytes())) as book, zipfile.ZipFile(out, "w") as copy:
-        for member in book.infolist():
-            body = book.read(member)
-            if member.filename == "[Content_Types].xml":
-                body = body.replace(b"sheet.main+xml", b"template.main+xml")
-                assert b"template.main+xml" in body
-            copy.writestr(member, body)
+    template = wb.rewrite(xlsx_bytes(), {}, {b"sheet.main+xml": b"template.main+xml"})
+    types = zipfile.ZipFile(io.BytesIO(template)).read("[Content_Types].xml")
+    assert b"template.main+xml" in types
     plain = labelled(project(tmp_path, Fixture("book.xlsx", xlsx_bytes())), "ROW")
     assert plain
-    assert labelled(project(tmp_path, Fixture("book.xlsx", out.getvalue())), "ROW") == plain
+    assert labelled(project(tmp_path, Fixture("book.xlsx", template)), "ROW") == plain
 
 
 def test_an_opendocument_spreadsheet_template_reads_as_ods(tmp_path: Path) -> None:
     """An `.ots` (`mimetype` ...spreadsheet-template) holds a spreadsheet's content: the
     guard refused it as "an OpenDocument package that is not a spreadsheet"."""
     plain = b"application/vnd.oasis.opendocument.spreadsheet"
-    out = io.BytesIO()
-    with zipfile.ZipFile(io.BytesIO(CORPUS["ods"].data)) as ods, zipfile.ZipFile(out, "w") as copy:
-        for member in ods.infolist():
-            body = ods.read(member)
-            if member.filename in ("mimetype", "META-INF/manifest.xml"):
-                assert plain in body
-                body = body.replace(plain, plain + b"-template")
-            copy.writestr(member, body)
-    template = out.getvalue()
+    template = wb.rewrite(CORPUS["ods"].data, {}, {plain: plain + b"-template"})
+    with zipfile.ZipFile(io.BytesIO(template)) as ods:
+        for name in ("mimetype", "META-INF/manifest.xml"):
+            assert plain + b"-template" in ods.read(name)
     rows = labelled(project(tmp_path, Fixture("plan.ods", template)), "ROW")
     assert rows == [{"item": "rent", "amount": 0.3010299956639812, "due": "2026-03-04"}]
 

@@ -86,7 +86,7 @@ def durations_xlsx(*, date1904: bool = False) -> bytes:
     return buffer.getvalue()
 
 
-def _rewrite(data: bytes, rename: dict[str, str], replace: dict[bytes, bytes]) -> bytes:
+def rewrite(data: bytes, rename: dict[str, str], replace: dict[bytes, bytes]) -> bytes:
     """The zip `data` with members renamed and byte strings replaced in every member."""
     out = io.BytesIO()
     with (
@@ -107,13 +107,13 @@ def backslash_names(data: bytes) -> bytes:
     """The xlsx `data` with every part name written with backslashes (xl\\workbook.xml)."""
     with zipfile.ZipFile(io.BytesIO(data)) as source:
         names = source.namelist()
-    return _rewrite(data, {name: name.replace("/", "\\") for name in names}, {})
+    return rewrite(data, {name: name.replace("/", "\\") for name in names}, {})
 
 
 def moved_workbook(data: bytes) -> bytes:
     """The xlsx `data` with its workbook part at xl/book.xml, found only through the
     package relationships (_rels/.rels) and the content types."""
-    return _rewrite(
+    return rewrite(
         data,
         {"xl/workbook.xml": "xl/book.xml", "xl/_rels/workbook.xml.rels": "xl/_rels/book.xml.rels"},
         {b"xl/workbook.xml": b"xl/book.xml"},

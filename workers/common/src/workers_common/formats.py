@@ -19,6 +19,7 @@ pool serves would wait forever.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -139,18 +140,14 @@ OLE_SIGNATURE = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 _ZIP, _RTF, _OLE = ZIP_SIGNATURE, RTF_SIGNATURE, OLE_SIGNATURE
 _FLAT_ODF = (b"<?xml", b"\xef\xbb\xbf<?xml", b"<office:document")
 """How a flat OpenDocument (.fodt, .fodp: one XML file, root `office:document`) starts."""
+_FLAT_ODF_ROOT = re.compile(rb"<office:document[ \t\r\n>]")
+"""Its root element's start tag (not `office:document-content`, a package part's)."""
 
 
 def is_flat_opendocument(data: bytes) -> bool:
     """Whether `data` is a flat OpenDocument: XML whose head names the root element
     `office:document` (a packaged one's parts are `office:document-content` and the like)."""
-    if not data.startswith(_FLAT_ODF):
-        return False
-    head = data[:16384]
-    at = head.find(b"<office:document")
-    return at >= 0 and head[at + len(b"<office:document") : at + len(b"<office:document") + 1] in (
-        b" ", b">", b"\n", b"\r", b"\t",
-    )  # fmt: skip
+    return data.startswith(_FLAT_ODF) and _FLAT_ODF_ROOT.search(data, 0, 16384) is not None
 
 
 IMAGE_SIGNATURES = (

@@ -110,23 +110,22 @@ def _open(data: bytes, fmt: str) -> tuple[InputDocument, DeclarativeDocumentBack
 def _prepared(data: bytes, fmt: str) -> bytes:
     """The bytes docling's reader gets: a variant package as its plain type's, a
     styles-only OpenDocument template with an empty body."""
-    if fmt in _ODF and is_flat_opendocument(data):
-        # A flat OpenDocument (.fodt, .fodp: LibreOffice's "Flat XML", one XML file): odfdo,
-        # under docling's readers, takes it as it is.
+    if fmt in _ODF:
         _tolerate_foreign_namespaces()
-        return data
+        if is_flat_opendocument(data):
+            # A flat OpenDocument (.fodt, .fodp: LibreOffice's "Flat XML", one XML file):
+            # odfdo, under docling's readers, takes it as it is.
+            return data
     if fmt in _ZIPPED and not data.startswith(ZIP_SIGNATURE):
         raise InvalidInput(
             f"not a {fmt.upper()} file: {fmt.upper()} files are zip archives and this is not one"
         )
     if fmt in _CHECKED_ZIPS:
         _check_declared_sizes(data, fmt.upper())
-    if fmt in _ODF:
-        _tolerate_foreign_namespaces()
-        if _without_content(data):
-            # LibreOffice's Default.ott holds mimetype, manifest, meta and styles: a
-            # document of no text, as LibreOffice opens it.
-            data = _with_empty_body(data, fmt)
+    if fmt in _ODF and _without_content(data):
+        # LibreOffice's Default.ott holds mimetype, manifest, meta and styles: a document
+        # of no text, as LibreOffice opens it.
+        data = _with_empty_body(data, fmt)
     if fmt in _MAIN_PART_TYPES:
         data = _as_plain_package(data, fmt)
     return data
